@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Run the HuggingFace integration tests against the latest transformers 4.x.
+#
+# The venv lives in .venv-tf4 in the repo root (git-ignored) and is reused by later runs: it is rebuilt only when this
+# script's requirements change. The repo is installed in it editable, so a rerun tests the current code.
+# Usage: bash .ci/transformers4.sh [extra pytest args]
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$repo/.venv-tf4"
+python="${PYTHON:-python3}"
+requirements=(
+    "transformers>=4.57,<5" "tokenizers" "datasets" "regex" "numpy" "tqdm"
+    "pytest" "hypothesis" "tiktoken"
+)
+stamp="$venv/.requirements"
+wanted="$(printf '%s\n' "${requirements[@]}")"
+
+if [[ ! -x "$venv/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
+    echo "transformers4.sh: creating $venv"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${requirements[@]}"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e "$repo"
+    printf '%s' "$wanted" > "$stamp"
+fi
+
+"$venv/bin/python" -c 'import transformers, tokenizers, datasets; print("transformers4.sh: transformers",
+    transformers.__version__, "tokenizers", tokenizers.__version__, "datasets", datasets.__version__)'
+cd "$repo"
+# addopts is cleared so the doctests of the whole package are not collected again here.
+exec env HF_BPE_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" \
+    tests/test_hf_loading.py tests/test_hf_tokenizer.py "$@"

@@ -1,0 +1,29 @@
+"""hf_bpe: train byte-level BPE tokenizers exactly and fast, and use them across the HuggingFace ecosystem.
+
+>>> from hf_bpe import train_bpe, Tokenizer
+>>> vocab, merges = train_bpe(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
+>>> tokenizer = Tokenizer(vocab, merges, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hf_bpe.encode import Tokenizer
+from hf_bpe.train import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
+
+if TYPE_CHECKING:
+    from hf_bpe.hf_tokenizer import HFBPETokenizer
+
+__version__ = "0.1.0"
+__all__ = ["HFBPETokenizer", "Tokenizer", "train_bpe", "train_bpe_from_counts", "train_bpe_from_iterator",
+           "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # transformers takes seconds to import, so the HF adapter is loaded only when asked for.
+    if name == "HFBPETokenizer":
+        from hf_bpe.hf_tokenizer import HFBPETokenizer
+
+        return HFBPETokenizer
+    raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")

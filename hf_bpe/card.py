@@ -1,0 +1,302 @@
+"""Model cards (`README.md`) for saved tokenizer directories, in the HuggingFace Hub format.
+
+A card is a YAML header (library, tags, languages) and markdown: how the tokenizer was trained (corpus, vocab size,
+special tokens, time, hardware), how well it compresses each evaluation corpus (UTF-8 bytes per token, measured with
+the hf_bpe encoder), a few sentences shown token by token, and how to load it.
+
+    hf-bpe card tok/ --eval-corpus valid.txt --language en
+
+>>> path = write_model_card("tok", eval_corpora=["valid.txt"], language=["en"])  # doctest: +SKIP
+>>> path.name  # doctest: +SKIP
+'README.md'
+
+`library_name` is `transformers`, not `hf_bpe`: the directory loads with plain `AutoTokenizer.from_pretrained` (its
+`tokenizer.json` is a standard fast tokenizer), and the Hub only shows a "Use this model" snippet and library filter
+for libraries it knows; an unknown `hf_bpe` would get neither. The `hf_bpe` tag keeps the cards findable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hf_bpe.errors import InputError
+
+TRAINING_INFO_FILE = "hf_bpe_training.json"  # written by `hf-bpe train` next to the tokenizer files
+UNKNOWN = "unknown"
+LIBRARY_NAME = "transformers"
+TAGS = ("tokenizer", "bpe", "hf_bpe")
+SAMPLE_TEXT = "Hello, world! Tokenizers turn text into numbers."
+
+# Sentences shown token by token: always English prose and Python code, plus one per language of the card.
+EXAMPLE_SENTENCES = {
+    "en": "The quick brown fox jumps over the lazy dog.",
+    "code": 'def greet(name: str) -> str:\n    return f"Hello, {name}!"',
+    "de": "Die Katze schläft auf dem Sofa, während es draußen regnet.",
+    "fr": "Le chat dort sur le canapé pendant qu'il pleut dehors.",
+    "ru": "Кошка спит на диване, пока на улице идёт дождь.",
+    "ja": "外は雨が降っているので、猫はソファで寝ています。",
+    "zh": "外面下着雨，猫在沙发上睡觉。",
+}
+# Whitespace made visible in the token-by-token view.
+VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+@dataclass(frozen=True)
+class Compression:
+    """How one corpus encodes: its size in UTF-8 bytes, its number of tokens, and bytes per token."""
+
+    path: Path
+    num_bytes: int
+    num_tokens: int
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.num_bytes / self.num_tokens if self.num_tokens else 0.0
+
+
+def write_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),
+                     language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
+                     title: str | None = None) -> Path:
+    """Write `directory/README.md` (atomically) describing the tokenizer saved there, and return its path.
+
+    `training_info` defaults to `directory/hf_bpe_training.json` (written by `hf-bpe train`); whatever is missing is
+    reported as "unknown". Each eval corpus is encoded whole with the hf_bpe encoder (special tokens count as one
+    token each) to report its bytes per token.
+    """
+    directory = Path(directory)
+    card = render_model_card(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
+                             title=title)
+    path = directory / "README.md"
+    temporary = directory / f".README.md.tmp-{os.getpid()}"
+    try:
+        temporary.write_text(card, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
+
+
+def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),
+                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
+                      title: str | None = None) -> str:
+    """The text of the model card of a saved tokenizer directory (see `write_model_card`)."""
+    from hf_bpe.encode import Tokenizer
+    from hf_bpe.hf_export import load_tokenizer_directory
+
+    directory = Path(directory)
+    vocab, merges, special_tokens = load_tokenizer_directory(directory)
+    tokenizer = Tokenizer(vocab, merges, special_tokens)
+    info = read_training_info(directory) if training_info is None else training_info
+    compressions = [measure_compression(tokenizer, corpus) for corpus in eval_corpora]
+    sections = [
+        _yaml_header(language),
+        f"# {title or 'Byte-level BPE tokenizer'}\n\n"
+        f"A GPT-2 style byte-level BPE tokenizer with {len(vocab):,} tokens, trained with "
+        f"hf_bpe: 256 byte tokens, {len(merges):,} merges and "
+        f"{len(special_tokens)} special token{'s' if len(special_tokens) != 1 else ''}. Any text encodes (there is no "
+        f"unknown token) and decodes back exactly.",
+        _training_section(directory, info, tokenizer, special_tokens),
+        _compression_section(compressions, info),
+        _examples_section(tokenizer, language),
+        _usage_section(special_tokens),
+    ]
+    return "\n\n".join(section.strip("\n") for section in sections) + "\n"
+
+
+def read_training_info(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """`directory/hf_bpe_training.json`, or {} when there is none."""
+    path = Path(directory) / TRAINING_INFO_FILE
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(info, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return info
+
+
+def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], batch_size: int = 256) -> Compression:
+    """Encode a UTF-8 text file with `tokenizer` (an `hf_bpe.Tokenizer`) and count bytes and tokens.
+
+    The file is cut at special tokens, where encoding splits anyway, so the count equals `len(tokenizer.encode(text))`
+    while only one batch of documents' ids is alive at a time.
+    """
+    from hf_bpe.pretokenize import special_tokens_regex, split_keeping_special_tokens
+
+    path = Path(corpus)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such eval corpus") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a text file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
+    parts = split_keeping_special_tokens(text, special_tokens_regex(tokenizer.special_tokens))
+    documents, num_specials = parts[::2], len(parts) // 2
+    num_tokens = num_specials
+    for start in range(0, len(documents), batch_size):
+        num_tokens += sum(len(ids) for ids in tokenizer.encode_batch(documents[start:start + batch_size]))
+    return Compression(path, len(data), num_tokens)
+
+
+def show_tokens(tokenizer: Any, text: str) -> str:
+    """`text` token by token, separated by `|`, whitespace made visible, partial UTF-8 shown as hex bytes.
+
+    >>> from hf_bpe.encode import Tokenizer
+    >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b" w", 257: b" wo"}
+    >>> show_tokens(Tokenizer(vocab, [(b" ", b"w"), (b" w", b"o")]), "a wow é")
+    'a|␣wo|w|␣|<c3>|<a9>'
+    """
+    pieces = []
+    for token_id in tokenizer.encode(text):
+        token = tokenizer.id_to_token(token_id)
+        try:
+            pieces.append(token.decode("utf-8").translate(VISIBLE_WHITESPACE))
+        except UnicodeDecodeError:
+            pieces.append("".join(f"<{byte:02x}>" for byte in token))
+    return "|".join(pieces)
+
+
+def _yaml_header(language: Sequence[str]) -> str:
+    from huggingface_hub import ModelCardData
+
+    for code in language:
+        if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
+            raise InputError(f"--language {code!r} is not a language code such as en, de or zh-Hans")
+    metadata = ModelCardData(language=list(language) or None, library_name=LIBRARY_NAME, tags=list(TAGS))
+    return f"---\n{metadata.to_yaml()}\n---"
+
+
+def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, special_tokens: Sequence[str]) -> str:
+    from hf_bpe.data import eot_token_id
+
+    files = info.get("corpus_files") or []
+    corpus = ", ".join(f"`{Path(str(file.get('path', '?'))).name}`" for file in files) or UNKNOWN
+    seconds, workers = info.get("training_seconds"), info.get("num_workers")
+    time = UNKNOWN if seconds is None else f"{seconds:,.1f} s" + (f" with {workers} worker processes" if workers
+                                                                    else "")
+    eos_id = eot_token_id(directory, dict(tokenizer.vocab), special_tokens)
+    specials = ", ".join(f"`{token}` (id {tokenizer.token_to_id(token)}"
+                         + (", end of text / eos)" if tokenizer.token_to_id(token) == eos_id else ")")
+                         for token in special_tokens) or "none"
+    rows = [
+        ("Training corpus", corpus),
+        ("Corpus size", _size(info.get("corpus_bytes"))),
+        ("Vocabulary size", f"{tokenizer.vocab_size:,}"),
+        ("Special tokens", specials),
+        ("Training time", time),
+        ("Hardware", info.get("hardware") or UNKNOWN),
+        ("Python", info.get("python") or UNKNOWN),
+        ("hf_bpe version", info.get("hf_bpe_version") or UNKNOWN),
+        ("Date", info.get("date") or UNKNOWN),
+    ]
+    table = "\n".join(f"| {name} | {_table_cell(value)} |" for name, value in rows)
+    return ("## Training\n\nPre-tokenization is the GPT-2 regex; documents are split at the special tokens, which are "
+            f"never merged.\n\n| | |\n|---|---|\n{table}")
+
+
+def _compression_section(compressions: Sequence[Compression], info: dict[str, Any]) -> str:
+    if not compressions:
+        return "## Compression\n\nNo evaluation corpus was given (`hf-bpe card DIR --eval-corpus FILE`)."
+    training_names = {Path(str(file.get("path", ""))).name for file in info.get("corpus_files") or []}
+    rows = []
+    for result in compressions:
+        name = _table_cell(f"`{result.path.name}`") + (" (training corpus)" if result.path.name in training_names
+                                                       else "")
+        rows.append(f"| {name} | {result.num_bytes:,} | {result.num_tokens:,} | {result.bytes_per_token:.3f} |")
+    return ("## Compression\n\nUTF-8 bytes per token when each file is encoded whole with the hf_bpe encoder "
+            "(special tokens count as one token; higher is better).\n\n"
+            "| Corpus | Bytes | Tokens | Bytes per token |\n|---|---:|---:|---:|\n" + "\n".join(rows))
+
+
+def _examples_section(tokenizer: Any, language: Sequence[str]) -> str:
+    keys = ["en", "code", *[code for code in dict.fromkeys(language) if code in EXAMPLE_SENTENCES and code != "en"]]
+    blocks = []
+    for key in keys:
+        text = EXAMPLE_SENTENCES[key]
+        ids = tokenizer.encode(text)
+        blocks.append(f"{json.dumps(text, ensure_ascii=False)}  ({len(ids)} tokens)\n{show_tokens(tokenizer, text)}\n"
+                      f"{ids}")
+    return ("## Example tokenizations\n\nEach text, then its tokens separated by `|` (`␣` is a space, `↵` a newline, "
+            "`<e6>` a byte of a character split across tokens), then the ids.\n\n```text\n"
+            + "\n\n".join(blocks) + "\n```")
+
+
+def _usage_section(special_tokens: Sequence[str]) -> str:
+    specials = json.dumps(list(special_tokens), ensure_ascii=False)
+    return f'''## Usage
+
+With transformers (`tokenizer.json` is a standard fast tokenizer, so hf_bpe need not be installed):
+
+```python
+from transformers import AutoTokenizer
+
+directory = "."  # this folder; for a copy on the Hub use its repo id, e.g. "user/tokenizer-name"
+tokenizer = AutoTokenizer.from_pretrained(directory)
+print(tokenizer({SAMPLE_TEXT!r})["input_ids"])
+```
+
+With hf_bpe (`pip install hf_bpe`): its own encoder, or the same as a transformers tokenizer (`HFBPETokenizer`, also
+what `AutoTokenizer.from_pretrained(directory, trust_remote_code=True)` loads):
+
+```python
+import os
+
+from hf_bpe import HFBPETokenizer, Tokenizer
+
+directory = "."  # a local folder (from the Hub: huggingface_hub.snapshot_download("user/tokenizer-name"))
+tokenizer = Tokenizer.from_files(os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt"),
+                                 special_tokens={specials})
+ids = tokenizer.encode({SAMPLE_TEXT!r})
+print(ids)
+assert tokenizer.decode(ids) == {SAMPLE_TEXT!r}
+
+hf_tokenizer = HFBPETokenizer.from_pretrained(directory)
+print(hf_tokenizer({SAMPLE_TEXT!r})["input_ids"])
+```'''
+
+
+def _table_cell(value: Any) -> str:
+    """GitHub-flavoured tables split cells at every "|", even inside code spans, unless it is escaped."""
+    return str(value).replace("|", "\\|")
+
+
+def _size(num_bytes: Any) -> str:
+    """'12.3 MB (12,345,678 bytes)' for a byte count, "unknown" for anything else."""
+    if not isinstance(num_bytes, int) or isinstance(num_bytes, bool):
+        return UNKNOWN
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if num_bytes >= scale:
+            return f"{num_bytes / scale:.1f} {unit} ({num_bytes:,} bytes)"
+    return f"{num_bytes:,} bytes"
+
+
+def add_card_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `hf-bpe card`."""
+    parser.add_argument("directory", type=Path, metavar="DIR", help="a tokenizer directory saved by hf_bpe")
+    parser.add_argument("--eval-corpus", action="append", default=[], type=Path, metavar="F", dest="eval_corpora",
+                        help="UTF-8 text file to report bytes per token on; repeat for several")
+    parser.add_argument("--language", action="append", default=[], metavar="L",
+                        help="language code for the card's metadata (ISO 639-1, e.g. en); repeat for several")
+    parser.add_argument("--title", help="the card's heading (default: 'Byte-level BPE tokenizer')")
+
+
+def run_card(args: argparse.Namespace) -> int:
+    """Run `hf-bpe card` with parsed arguments; InputError is left to the caller to report."""
+    path = write_model_card(args.directory, eval_corpora=args.eval_corpora, language=args.language,
+                            title=args.title)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0

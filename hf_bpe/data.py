@@ -1,0 +1,422 @@
+"""Tokenize a HuggingFace dataset into one flat array of token ids, ready for language-model training.
+
+In the style of nanoGPT's `data/openwebtext/prepare.py`: `datasets.map(batched=True, num_proc=N)` encodes the text
+column with the hf_bpe encoder, then the ids are written in dataset order into `OUT/<split>.bin`, each document
+followed by the end-of-text id, as `uint16` when the vocabulary fits (else `uint32`). `OUT/<split>.json` describes the
+array (dtype, counts, eot id, tokenizer hash, dataset), and `load_tokens` memory-maps it back:
+
+    python scripts/tokenize_dataset.py --tokenizer tok/ --dataset json --data-files docs.jsonl --split train \\
+        --text-column text --num-proc 8 --out data/
+
+>>> import numpy as np
+>>> tokens = load_tokens("data", "train")  # doctest: +SKIP
+>>> documents = np.split(tokens, np.flatnonzero(tokens == eot_id) + 1)  # doctest: +SKIP
+
+Each `map` batch becomes a single row holding that batch's ids already flattened (with the eot ids), so the arrow
+cache holds a few big arrays instead of millions of small lists. The `.bin` is written under a temporary name and
+renamed only when complete, so an interrupted run never leaves a `.bin` that looks finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
+from multiprocessing.pool import AsyncResult
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from hf_bpe.errors import InputError
+
+# Encodes a batch of texts into one id sequence per text. Must be picklable: it runs inside `map` worker processes.
+TextEncoder = Callable[[list[str]], Sequence[Sequence[int]]]
+
+PACKAGED_BUILDERS = ("json", "csv", "parquet", "text", "arrow")
+_BUILDER_BY_SUFFIX = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text",
+                      ".arrow": "arrow"}
+HASHED_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
+
+
+class HFBPEEncoder:
+    """The hf_bpe encoder of a tokenizer directory as a `TextEncoder`: `encode_batch` in the calling process.
+
+    Documents are encoded as ordinary text, like nanoGPT's `encode_ordinary`: a special-token string inside a
+    document is just text, so the only end-of-text ids in the output are the ones appended between documents.
+    `map` already runs one of these per worker process, so each works single-process (`num_workers=1`).
+    """
+
+    def __init__(self, tokenizer_dir: str | os.PathLike[str]) -> None:
+        from hf_bpe.encode import Tokenizer
+        from hf_bpe.hf_export import load_tokenizer_directory
+
+        vocab, merges, _ = load_tokenizer_directory(tokenizer_dir)
+        self.tokenizer = Tokenizer(vocab, merges)
+
+    def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
+        return self.tokenizer.encode_batch(texts, num_workers=1)
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # map sends its function to the workers with dill, a pure-Python pickler that needs ~0.5 s for a 50k-token
+        # vocab; the C pickler needs milliseconds, so dill only sees the bytes it made.
+        return _unpickle_encoder, (pickle.dumps(self.tokenizer, protocol=pickle.HIGHEST_PROTOCOL),)
+
+
+def _unpickle_encoder(tokenizer_pickle: bytes) -> HFBPEEncoder:
+    encoder = HFBPEEncoder.__new__(HFBPEEncoder)
+    encoder.tokenizer = pickle.loads(tokenizer_pickle)
+    return encoder
+
+
+def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_dir: str | os.PathLike[str], *,
+                     split: str = "train", text_column: str = "text", data_files: Sequence[str] | None = None,
+                     config: str | None = None, num_proc: int = 1, append_eot: bool = True, batch_size: int = 1000,
+                     streaming: bool = False, cache_dir: str | None = None, encoder: TextEncoder | None = None,
+                     progress: bool = True) -> dict[str, Any]:
+    """Encode `dataset`'s `text_column` and write `out_dir/<split>.bin` and `out_dir/<split>.json`.
+
+    `dataset` is a `save_to_disk` directory, a packaged builder (`json`, `csv`, `parquet`, `text`) or a single data
+    file with `data_files`, or a Hub dataset name. `encoder` replaces the hf_bpe encoder of `tokenizer_dir` (the
+    benchmark plugs in other tokenizers); the metadata still describes `tokenizer_dir`. Returns the metadata.
+
+    >>> meta = tokenize_dataset("tok", "json", "out", data_files=["docs.jsonl"], num_proc=2)  # doctest: +SKIP
+    >>> meta["dtype"], meta["num_documents"]  # doctest: +SKIP
+    ('uint16', 2)
+    """
+    from hf_bpe import __version__
+    from hf_bpe.hf_export import load_tokenizer_directory
+
+    if num_proc < 1:
+        raise InputError(f"--num-proc must be at least 1, got {num_proc}")
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if not split or "/" in split or os.sep in split:
+        raise InputError(f"--split {split!r} cannot be used as a file name")
+    tokenizer_dir = Path(tokenizer_dir)
+    tokenizer_hash = tokenizer_directory_hash(tokenizer_dir)
+    vocab, _, special_tokens = load_tokenizer_directory(tokenizer_dir)
+    vocab_size = max(vocab) + 1
+    dtype = np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
+    eot_id = eot_token_id(tokenizer_dir, vocab, special_tokens)
+    if append_eot and eot_id is None:
+        raise InputError(f"{tokenizer_dir}: the tokenizer has no special tokens, so there is no end-of-text id to "
+                         f"append (pass --no-append-eot to write the documents back to back)")
+    encoder = encoder or HFBPEEncoder(tokenizer_dir)
+    flatten = _BatchFlattener(encoder, text_column, eot_id if append_eot else None, dtype)
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    bin_path, meta_path = out_dir / f"{split}.bin", out_dir / f"{split}.json"
+    work_dir = out_dir / f".{split}.tmp-{os.getpid()}"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir()
+    import datasets
+
+    bars_were_enabled = datasets.is_progress_bar_enabled()
+    if not progress:
+        datasets.disable_progress_bars()
+    try:
+        data = load_text_dataset(dataset, split=split, data_files=data_files, config=config, streaming=streaming,
+                                 cache_dir=cache_dir)
+        temporary_bin = work_dir / bin_path.name
+        with open(temporary_bin, "wb") as file:
+            if streaming:
+                num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
+            else:
+                num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
+                                              fingerprint=f"{tokenizer_hash[:16]}-{split}-{append_eot}")
+        num_tokens = temporary_bin.stat().st_size // dtype.itemsize
+        metadata = {
+            "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
+            "eot_id": eot_id, "append_eot": append_eot, "vocab_size": vocab_size,
+            "tokenizer": str(tokenizer_dir), "tokenizer_sha256": tokenizer_hash,
+            "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
+            "text_column": text_column, "hf_bpe_version": __version__,
+        }
+        temporary_meta = work_dir / meta_path.name
+        temporary_meta.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+        # The old metadata goes first: in between, a .bin without .json is reported as incomplete by load_tokens.
+        meta_path.unlink(missing_ok=True)
+        os.replace(temporary_bin, bin_path)
+        os.replace(temporary_meta, meta_path)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        if bars_were_enabled:
+            datasets.enable_progress_bars()
+    return metadata
+
+
+def load_tokens(out_dir: str | os.PathLike[str], split: str) -> np.ndarray:
+    """Memory-map `out_dir/<split>.bin` with the dtype recorded in `out_dir/<split>.json`.
+
+    Returns an `np.memmap` (a plain empty array when there are no tokens: an empty file cannot be mapped). Raises
+    InputError when a file is missing or the size does not match the recorded number of tokens.
+
+    >>> tokens = load_tokens("data", "train")  # doctest: +SKIP
+    >>> tokens.dtype, len(tokens)  # doctest: +SKIP
+    (dtype('uint16'), 1048576)
+    """
+    metadata = read_metadata(out_dir, split)
+    bin_path = Path(out_dir) / f"{split}.bin"
+    if not bin_path.is_file():
+        raise InputError(f"{bin_path}: no such file (tokenize the split first)")
+    dtype = np.dtype(metadata["dtype"])
+    expected = metadata["num_tokens"] * dtype.itemsize
+    actual = bin_path.stat().st_size
+    if actual != expected:
+        raise InputError(f"{bin_path}: {actual} bytes, but {bin_path.with_suffix('.json').name} says "
+                         f"{metadata['num_tokens']} {dtype.name} tokens ({expected} bytes); rerun the tokenization")
+    if expected == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(bin_path, dtype=dtype, mode="r")
+
+
+def read_metadata(out_dir: str | os.PathLike[str], split: str) -> dict[str, Any]:
+    """The `out_dir/<split>.json` written next to the token array, checked for the keys `load_tokens` needs."""
+    meta_path = Path(out_dir) / f"{split}.json"
+    if not meta_path.is_file():
+        raise InputError(f"{meta_path}: no such file; without it {split}.bin is incomplete or was not written by "
+                         f"hf_bpe (rerun the tokenization)")
+    try:
+        metadata = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{meta_path}: not valid JSON ({error})") from None
+    if not isinstance(metadata, dict) or metadata.get("dtype") not in ("uint16", "uint32") \
+            or not isinstance(metadata.get("num_tokens"), int):
+        raise InputError(f"{meta_path}: expected an object with 'dtype' (uint16 or uint32) and 'num_tokens'")
+    return metadata
+
+
+def tokenizer_directory_hash(directory: str | os.PathLike[str]) -> str:
+    """sha256 over the files that define a tokenizer: vocab.json, merges.txt and tokenizer_config.json.
+
+    Each file's name and length go in before its bytes, so no two different directories hash alike.
+    """
+    digest = hashlib.sha256()
+    for name in HASHED_TOKENIZER_FILES:
+        path = Path(directory) / name
+        try:
+            content = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise InputError(f"{path}: no such file; --tokenizer must be a directory saved by hf_bpe "
+                             f"(vocab.json, merges.txt, tokenizer_config.json)") from None
+        digest.update(f"{name}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
+def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | None = None,
+                      config: str | None = None, streaming: bool = False, cache_dir: str | None = None) -> Any:
+    """Load one split as a `datasets.Dataset` (or `IterableDataset` when streaming), turning failures into InputError.
+
+    A `save_to_disk` directory goes through `load_from_disk`; a packaged builder name or a single data file through
+    `load_dataset` with the data files mapped to `split`; anything else is passed to `load_dataset` as a Hub name.
+    """
+    import datasets
+
+    path = Path(dataset)
+    if path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file()):
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise InputError(f"{dataset}: no split {split!r}; the saved DatasetDict has: {', '.join(loaded)}")
+            loaded = loaded[split]
+        return loaded.to_iterable_dataset() if streaming else loaded
+
+    builder, files = dataset, list(data_files or [])
+    if path.is_file() and not files:
+        builder, files = _BUILDER_BY_SUFFIX.get(path.suffix.lower(), ""), [dataset]
+        if not builder:
+            raise InputError(f"{dataset}: cannot tell the format from the suffix; use --dataset json|csv|parquet|"
+                             f"text --data-files {dataset}")
+    if builder in PACKAGED_BUILDERS and not files:
+        raise InputError(f"--dataset {builder} needs --data-files")
+    for file in files:
+        if not any(char in file for char in "*?[") and "://" not in file and not Path(file).exists():
+            raise InputError(f"{file}: no such data file")
+    try:
+        return datasets.load_dataset(builder, config, data_files={split: files} if files else None, split=split,
+                                     streaming=streaming, cache_dir=cache_dir)
+    except InputError:
+        raise
+    except Exception as error:  # datasets raises many types (DatasetNotFoundError, ArrowInvalid, ConnectionError..)
+        message = " ".join(str(error).split()) or type(error).__name__
+        raise InputError(f"could not load dataset {dataset!r} split {split!r}: {message}") from None
+
+
+class _BatchFlattener:
+    """The `map` function: a batch of rows -> one row holding all their ids, each document followed by the eot id."""
+
+    def __init__(self, encoder: TextEncoder, text_column: str, eot_id: int | None, dtype: np.dtype) -> None:
+        self.encoder, self.text_column, self.eot_id, self.dtype = encoder, text_column, eot_id, dtype
+
+    def __call__(self, batch: dict[str, list[Any]], indices: list[int]) -> dict[str, list[Any]]:
+        return {"ids": [self.encode(batch, indices[0] if indices else 0)], "num_documents": [len(indices)]}
+
+    def encode(self, batch: dict[str, list[Any]], first_row: int) -> np.ndarray:
+        if self.text_column not in batch:
+            raise InputError(f"no column {self.text_column!r} in the dataset; its columns are: {', '.join(batch)}")
+        texts = batch[self.text_column]
+        for row, text in enumerate(texts, start=first_row):
+            if not isinstance(text, str):
+                raise InputError(f"row {row} of column {self.text_column!r} is {type(text).__name__} "
+                                 f"{_preview(text)}, not a string")
+        ids_per_text = self.encoder(texts)
+        if self.eot_id is not None:
+            ids_per_text = [chain(ids, (self.eot_id,)) for ids in ids_per_text]
+        return np.fromiter(chain.from_iterable(ids_per_text), dtype=self.dtype)
+
+
+def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir: Path, batch_size: int,
+                  num_proc: int, progress: bool, fingerprint: str) -> int:
+    """Encode with `Dataset.map` (cache files in `work_dir`), then copy the ids in dataset order into `file`."""
+    from tqdm.auto import tqdm
+
+    if flatten.text_column not in data.column_names:
+        raise InputError(f"no column {flatten.text_column!r} in the dataset; its columns are: "
+                         f"{', '.join(data.column_names)}")
+    data = data.select_columns([flatten.text_column])
+    mapped = data.map(flatten, batched=True, batch_size=batch_size, with_indices=True,
+                      num_proc=num_proc if num_proc > 1 and len(data) > 1 else None,
+                      remove_columns=data.column_names, cache_file_name=str(work_dir / "ids.arrow"),
+                      load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing")
+    ids_column = mapped.with_format("arrow")
+    with tqdm(total=len(mapped), desc=f"writing {Path(file.name).name}", unit="batch",
+              disable=not progress) as bar:
+        for table in ids_column.iter(batch_size=16):
+            for chunk in table.column("ids").chunks:
+                file.write(memoryview(chunk.flatten().to_numpy(zero_copy_only=False)))
+            bar.update(table.num_rows)
+    return int(sum(mapped["num_documents"]))
+
+
+def _write_streaming(data: Any, flatten: _BatchFlattener, file: BinaryIO, batch_size: int, num_proc: int,
+                     progress: bool) -> int:
+    """Encode an IterableDataset batch by batch (in a pool of `num_proc` processes) and append to `file`."""
+    from tqdm.auto import tqdm
+
+    num_documents = 0
+    with tqdm(desc=f"tokenizing {Path(file.name).name}", unit="doc", disable=not progress) as bar:
+        for ids, count in _encode_stream(_numbered_batches(data, batch_size), flatten, num_proc):
+            file.write(memoryview(ids))
+            num_documents += count
+            bar.update(count)
+    return num_documents
+
+
+def _numbered_batches(data: Any, batch_size: int) -> Iterator[tuple[dict[str, list[Any]], int]]:
+    first_row = 0
+    for batch in data.iter(batch_size=batch_size):
+        yield batch, first_row
+        first_row += len(next(iter(batch.values()), []))
+
+
+def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten: _BatchFlattener,
+                   num_proc: int) -> Iterator[tuple[np.ndarray, int]]:
+    """(ids, number of documents) per batch, in order; with `num_proc` > 1 the batches are encoded in a process pool."""
+    if num_proc == 1:
+        for batch, first_row in batches:
+            yield _encode_numbered(flatten, batch, first_row)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context().Pool(num_proc, initializer=_set_worker_flattener,
+                                            initargs=(flatten,)) as pool:
+        # A bounded read-ahead (Pool.imap's is unbounded and would pull the whole stream into memory): the next
+        # batches encode while this one is written, and results come back in dataset order.
+        pending: deque[AsyncResult[tuple[np.ndarray, int]]] = deque()
+        for numbered_batch in batches:
+            pending.append(pool.apply_async(_encode_in_worker, (numbered_batch,)))
+            if len(pending) >= 2 * num_proc:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+_worker_flattener: _BatchFlattener | None = None
+
+
+def _set_worker_flattener(flatten: _BatchFlattener) -> None:
+    global _worker_flattener
+    _worker_flattener = flatten
+
+
+def _encode_in_worker(numbered_batch: tuple[dict[str, list[Any]], int]) -> tuple[np.ndarray, int]:
+    assert _worker_flattener is not None, "pool worker started without its encoder"
+    return _encode_numbered(_worker_flattener, *numbered_batch)
+
+
+def _encode_numbered(flatten: _BatchFlattener, batch: dict[str, list[Any]], first_row: int) -> tuple[np.ndarray, int]:
+    ids = flatten.encode(batch, first_row)
+    return ids, len(batch[flatten.text_column])
+
+
+def eot_token_id(tokenizer_dir: str | os.PathLike[str], vocab: dict[int, bytes],
+                 special_tokens: Sequence[str]) -> int | None:
+    """The id of the tokenizer's end-of-text token: the `eos_token` of tokenizer_config.json (hf_bpe writes the first
+    special token, `<|endoftext|>` when present), else the first special token; None without special tokens."""
+    config_path = Path(tokenizer_dir) / "tokenizer_config.json"
+    try:
+        eos = json.loads(config_path.read_text(encoding="utf-8")).get("eos_token")
+    except (OSError, ValueError, AttributeError):
+        eos = None
+    if isinstance(eos, dict):  # transformers may save it as a serialized AddedToken
+        eos = eos.get("content")
+    if not isinstance(eos, str):
+        if not special_tokens:
+            return None
+        eos = special_tokens[0]
+    ids_by_token = {token: token_id for token_id, token in vocab.items()}
+    if eos.encode("utf-8") not in ids_by_token:
+        raise InputError(f"{config_path}: the eos token {eos!r} is not in vocab.json")
+    return ids_by_token[eos.encode("utf-8")]
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `hf-bpe tokenize-dataset` and `scripts/tokenize_dataset.py`."""
+    parser.add_argument("--tokenizer", required=True, metavar="DIR",
+                        help="tokenizer directory saved by hf_bpe (vocab.json, merges.txt, tokenizer_config.json)")
+    parser.add_argument("--dataset", required=True, metavar="NAME_OR_PATH",
+                        help="a save_to_disk directory, a builder (json, csv, parquet, text) with --data-files, "
+                             "a data file, or a Hub dataset name")
+    parser.add_argument("--data-files", nargs="+", metavar="F", help="data files for a builder (globs allowed)")
+    parser.add_argument("--config", metavar="NAME", help="dataset configuration name (Hub datasets)")
+    parser.add_argument("--split", default="train", metavar="S",
+                        help="split to tokenize; also the output name OUT/S.bin")
+    parser.add_argument("--text-column", default="text", metavar="C", help="column holding the documents")
+    parser.add_argument("--num-proc", type=int, default=1, metavar="N",
+                        help="processes for datasets.map (with --streaming: for the encoder pool)")
+    parser.add_argument("--out", required=True, metavar="OUT", help="output directory for S.bin and S.json")
+    parser.add_argument("--append-eot", action=argparse.BooleanOptionalAction, default=True,
+                        help="append the end-of-text id (the first special token) after every document")
+    parser.add_argument("--batch-size", type=int, default=1000, metavar="B", help="documents per encoded batch")
+    parser.add_argument("--streaming", action="store_true",
+                        help="stream the dataset (IterableDataset) instead of preparing it with map")
+    parser.add_argument("--cache-dir", metavar="DIR", help="datasets cache directory (default: HF_DATASETS_CACHE)")
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+
+
+def run_tokenize_dataset(args: argparse.Namespace) -> int:
+    """Run `hf-bpe tokenize-dataset` with parsed arguments; InputError is left to the caller to report."""
+    metadata = tokenize_dataset(
+        args.tokenizer, args.dataset, args.out, split=args.split, text_column=args.text_column,
+        data_files=args.data_files, config=args.config, num_proc=args.num_proc, append_eot=args.append_eot,
+        batch_size=args.batch_size, streaming=args.streaming, cache_dir=args.cache_dir,
+        progress=not args.no_progress,
+    )
+    print(f"wrote {Path(args.out) / args.split}.bin: {metadata['num_tokens']:,} {metadata['dtype']} tokens from "
+          f"{metadata['num_documents']:,} documents", file=sys.stderr)
+    return 0

@@ -1,0 +1,480 @@
+"""Encoding text with a trained byte-level BPE: the `Tokenizer`.
+
+>>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}
+>>> tokenizer = Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], special_tokens=["<|endoftext|>"])
+>>> tokenizer.encode("abc abcd<|endoftext|>")
+[257, 32, 257, 100, 258]
+>>> tokenizer.decode([257, 32, 257, 100, 258])
+'abc abcd<|endoftext|>'
+"""
+
+from __future__ import annotations
+
+import heapq
+import multiprocessing
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain, repeat
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import regex
+
+from hf_bpe.errors import InputError
+from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab
+from hf_bpe.pretokenize import (
+    GPT2_REGEX,
+    WHITESPACE_CHARS,
+    special_tokens_regex,
+    split_at_safe_spaces,
+    validate_special_tokens,
+)
+
+# The GPT-2 pattern restricted to ASCII text, for the stdlib `re` engine (about twice as fast as `regex` there): on
+# ASCII, \p{L} is [A-Za-z], \p{N} is [0-9] and \s is [\t\n\v\f\r ]. tests/test_encode.py checks it against
+# GPT2_REGEX.
+_ASCII_WHITESPACE = "\t\n\x0b\x0c\r "
+_ASCII_PRETOKEN_REGEX = re.compile(
+    rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_ASCII_WHITESPACE}A-Za-z0-9]+"""
+    rf"""|[{_ASCII_WHITESPACE}]+(?![^{_ASCII_WHITESPACE}])|[{_ASCII_WHITESPACE}]+""")
+# A space followed by a non-whitespace character: always a pre-token boundary (see hf_bpe.pretokenize).
+_SAFE_SPACE_REGEX = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
+
+# Pieces longer than this are encoded but not cached, so one huge piece cannot pin memory.
+_MAX_CACHED_PIECE_LENGTH = 256
+# Pre-tokens with at most this many bytes are merged by repeated scans, longer ones with the heap.
+_MAX_SCAN_MERGE_LENGTH = 24
+# encode_iterable encodes the buffered text once it holds this many characters.
+_STREAM_WINDOW = 1 << 16
+_NO_RANK = sys.maxsize
+
+
+class Tokenizer:
+    """Byte-level BPE encoder and decoder: GPT-2 pre-tokenization, then merges applied lowest rank first."""
+
+    #: Each of the two caches (piece -> ids, pre-token -> ids) is emptied when it reaches this many entries.
+    max_cache_entries: int = 1 << 19
+
+    def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                 special_tokens: Sequence[str] | None = None) -> None:
+        self._vocab: dict[int, bytes] = dict(vocab)
+        self._merges: list[tuple[bytes, bytes]] = [(bytes(left), bytes(right)) for left, right in merges]
+        self._special_tokens: list[str] = validate_special_tokens(special_tokens)
+        self._build()
+
+    # ----------------------------------------------------------------------------------------------- construction
+
+    def _build(self) -> None:
+        """Derive every lookup table from vocab, merges and special tokens (also run after unpickling)."""
+        self._token_ids: dict[bytes, int] = {}
+        for token_id, token in self._vocab.items():
+            if token in self._token_ids:
+                raise ValueError(f"vocab has the token {token!r} twice (ids {self._token_ids[token]} and {token_id})")
+            self._token_ids[token] = token_id
+        next_id = max(self._vocab, default=-1) + 1
+        self._special_ids: dict[str, int] = {}
+        for special in self._special_tokens:
+            encoded = special.encode("utf-8")
+            if encoded not in self._token_ids:
+                self._vocab[next_id] = encoded
+                self._token_ids[encoded] = next_id
+                next_id += 1
+            self._special_ids[special] = self._token_ids[encoded]
+        self._special_regex = special_tokens_regex(self._special_tokens)
+        self._special_split = (None if self._special_regex is None
+                               else regex.compile(f"({self._special_regex.pattern})").split)
+        self._longest_special = max(map(len, self._special_tokens), default=0)
+        self._byte_ids: dict[int, int] = {byte: self._token_ids[bytes([byte])] for byte in range(256)
+                                          if bytes([byte]) in self._token_ids}
+        # (left id, right id) -> rank, and rank -> id of the merged token.
+        self._pair_ranks: dict[tuple[int, int], int] = {}
+        self._merged_ids: list[int] = []
+        for rank, (left, right) in enumerate(self._merges):
+            left_id, right_id, merged_id = (self._token_ids.get(left), self._token_ids.get(right),
+                                            self._token_ids.get(left + right))
+            missing = [token for token, token_id in ((left, left_id), (right, right_id), (left + right, merged_id))
+                       if token_id is None]
+            if missing:
+                raise _MergeError(rank, f"merge {rank} ({left!r}, {right!r}): {missing[0]!r} is not in the vocab")
+            self._pair_ranks.setdefault((left_id, right_id), rank)
+            self._merged_ids.append(merged_id)  # type: ignore[arg-type]
+        self._pretoken_cache = _BoundedCache(self._bpe, self.max_cache_entries)
+        self._piece_cache = _BoundedCache(self._encode_piece, self.max_cache_entries)
+
+    @classmethod
+    def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
+                   special_tokens: Sequence[str] | None = None) -> Tokenizer:
+        """Load GPT-2 `vocab.json` and `merges.txt`; token ids are the ones in the file.
+
+        Raises InputError naming the file and line for a corrupt file or a merge that does not fit the vocab.
+        """
+        vocab = load_gpt2_vocab(vocab_json)
+        merges = load_gpt2_merges(merges_txt)
+        try:
+            return cls(vocab, merges, special_tokens)
+        except _MergeError as error:
+            line = _merge_line_number(Path(merges_txt), error.rank)
+            raise InputError(f"{merges_txt}: line {line}: {error.args[0]}") from None
+        except ValueError as error:
+            raise InputError(f"{vocab_json}: {error}") from None
+
+    # ------------------------------------------------------------------------------------------------- properties
+
+    @property
+    def vocab(self) -> Mapping[int, bytes]:
+        """id -> token bytes, including special tokens (read-only)."""
+        return MappingProxyType(self._vocab)
+
+    @property
+    def merges(self) -> Sequence[tuple[bytes, bytes]]:
+        """The merges in rank order (read-only)."""
+        return tuple(self._merges)
+
+    @property
+    def special_tokens(self) -> Sequence[str]:
+        return tuple(self._special_tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens, special tokens included."""
+        return len(self._vocab)
+
+    def token_to_id(self, token: bytes | str) -> int | None:
+        """The id of a token given as bytes or as text (UTF-8), or None.
+
+        >>> Tokenizer({0: b"a", 1: b"b"}, []).token_to_id("b")
+        1
+        """
+        if isinstance(token, str):
+            token = token.encode("utf-8")
+        return self._token_ids.get(token)
+
+    def id_to_token(self, id: int) -> bytes:
+        """The bytes of token `id`; ValueError for an unknown id."""
+        try:
+            return self._vocab[id]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown token id {id!r}") from None
+
+    # --------------------------------------------------------------------------------------------------- encoding
+
+    def encode(self, text: str) -> list[int]:
+        """Encode text: special tokens first (longest first), the GPT-2 pre-tokens of the text between them merged.
+
+        >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b" a"}, [(b" ", b"a")])
+        >>> tokenizer.encode("a a")
+        [97, 256]
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects str, got {type(text).__name__}")
+        if self._special_split is None:
+            return self._encode_ordinary(text)
+        parts = self._special_split(text)
+        if len(parts) == 1:
+            return self._encode_ordinary(text)
+        ids: list[int] = []
+        special_ids = self._special_ids
+        for index, part in enumerate(parts):
+            if index % 2:
+                ids.append(special_ids[part])
+            elif part:
+                ids += self._encode_ordinary(part)
+        return ids
+
+    def encode_batch(self, texts: Sequence[str], num_workers: int | None = None) -> list[list[int]]:
+        """Encode many texts, in `num_workers` processes (default: one per CPU) when there is enough text.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch(["a", "bc"])
+        [[97], [98, 99]]
+        """
+        texts = list(texts)
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"encode_batch expects str texts, got {type(text).__name__}")
+        if num_workers is None:
+            num_workers = os.cpu_count() or 1
+        total_length = sum(map(len, texts))
+        if num_workers <= 1 or len(texts) < 2 or total_length < _MIN_PARALLEL_LENGTH:
+            return [self.encode(text) for text in texts]
+        batches = _batches_by_length(texts, num_workers * 4)
+        with _process_pool(num_workers, self) as pool:
+            results = pool.map(_encode_in_worker, batches)
+        return [ids for batch in results for ids in batch]
+
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+        """Yield the ids of "".join(iterable), holding only a bounded window of the text.
+
+        Buffered text is encoded up to its last safe cut: a position where cutting provably does not change the
+        result (before a space followed by non-whitespace, or at a special token's edge), far enough from the end
+        that any special token or pre-token across it is already complete.
+
+        >>> list(Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_iterable(["a", "b"]))
+        [97, 98]
+        """
+        pending: list[str] = []
+        pending_length = 0
+        buffer = ""
+        threshold = _STREAM_WINDOW
+        for chunk in iterable:
+            if not isinstance(chunk, str):
+                raise TypeError(f"encode_iterable expects an iterable of str, got {type(chunk).__name__}")
+            pending.append(chunk)
+            pending_length += len(chunk)
+            if len(buffer) + pending_length < threshold:
+                continue
+            buffer += "".join(pending)
+            pending.clear()
+            pending_length = 0
+            start = 0
+            while len(buffer) - start >= _STREAM_WINDOW:
+                cut = self._last_safe_cut(buffer, start, start + _STREAM_WINDOW)
+                if cut == start:
+                    cut = self._last_safe_cut(buffer, start, len(buffer))
+                    if cut == start:
+                        break
+                yield from self.encode(buffer[start:cut])
+                start = cut
+            buffer = buffer[start:]
+            # Text with no safe cut (one huge pre-token) waits until the buffer doubles: linear time overall.
+            threshold = max(_STREAM_WINDOW, 2 * len(buffer))
+        buffer += "".join(pending)
+        yield from self.encode(buffer)
+
+    def _last_safe_cut(self, text: str, start: int, limit: int) -> int:
+        """The largest safe cut p with start <= p <= limit in `text` (a buffer whose text may continue), or start.
+
+        `limit` is lowered so that every special token or pre-token boundary decided before p is decided by text
+        that is already in the buffer.
+        """
+        limit = min(limit, len(text) - self._longest_special - 2)
+        if limit <= start:
+            return start
+        segment_start, segment_end = start, len(text)
+        if self._special_regex is not None:
+            for match in self._special_regex.finditer(text, start):
+                if match.start() > limit:
+                    segment_end = match.start()
+                    break
+                if match.end() > limit:
+                    return match.start() if match.start() > start else match.end()
+                segment_start = match.end()
+        # A safe space at p needs its following non-whitespace character inside the same segment.
+        space = _last_safe_space(text, segment_start, min(limit, segment_end - 2))
+        return max(space, segment_start)
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        """Encode text without special tokens: cut at safe spaces, map the pieces through the cache, flatten."""
+        return list(chain.from_iterable(map(self._piece_cache.__getitem__, split_at_safe_spaces(text))))
+
+    def _encode_piece(self, piece: str) -> tuple[int, ...]:
+        """Encode one piece (text between safe spaces): pre-tokenize it and merge each pre-token (cached)."""
+        pretokens = (_ASCII_PRETOKEN_REGEX if piece.isascii() else GPT2_REGEX).findall(piece)
+        if len(pretokens) == 1:
+            return self._pretoken_cache[pretokens[0]]
+        return tuple(chain.from_iterable(map(self._pretoken_cache.__getitem__, pretokens)))
+
+    def _bpe(self, pretoken: str) -> tuple[int, ...]:
+        """Merge the bytes of one pre-token by rank: lowest rank first, leftmost first among equal ranks."""
+        data = pretoken.encode("utf-8")
+        whole = self._token_ids.get(data)
+        if whole is not None and len(data) == 1:
+            return (whole,)
+        try:
+            ids = list(map(self._byte_ids.__getitem__, data))
+        except KeyError as error:
+            raise ValueError(f"byte {error.args[0]:#04x} has no token in the vocab, so {pretoken!r} cannot be "
+                             f"encoded") from None
+        if len(ids) <= _MAX_SCAN_MERGE_LENGTH:
+            return tuple(_merge_by_scanning(ids, self._pair_ranks, self._merged_ids))
+        return tuple(_merge_with_heap(ids, self._pair_ranks, self._merged_ids))
+
+    # --------------------------------------------------------------------------------------------------- decoding
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Decode ids to text; byte sequences that are not valid UTF-8 become U+FFFD."""
+        if not isinstance(ids, (list, tuple)):
+            ids = list(ids)
+        try:
+            data = b"".join(map(self._vocab.__getitem__, ids))
+        except (KeyError, TypeError):
+            for token_id in ids:
+                self.id_to_token(token_id)
+            raise
+        return data.decode("utf-8", errors="replace")
+
+    # --------------------------------------------------------------------------------------------------- pickling
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"vocab": self._vocab, "merges": self._merges, "special_tokens": self._special_tokens}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._vocab = dict(state["vocab"])
+        self._merges = list(state["merges"])
+        self._special_tokens = list(state["special_tokens"])
+        self._build()
+
+    def __repr__(self) -> str:
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
+                f"special_tokens={self._special_tokens!r})")
+
+
+class _BoundedCache(dict):  # type: ignore[type-arg]
+    """A dict that computes missing values with `compute` and empties itself when it reaches `max_entries`.
+
+    Lookups that hit stay C-level (`map(cache.__getitem__, keys)`); only misses run Python code.
+    """
+
+    def __init__(self, compute: Callable[[str], tuple[int, ...]], max_entries: int) -> None:
+        super().__init__()
+        self._compute = compute
+        self._max_entries = max_entries
+
+    def __missing__(self, key: str) -> tuple[int, ...]:
+        value = self._compute(key)
+        if len(key) <= _MAX_CACHED_PIECE_LENGTH:
+            if len(self) >= self._max_entries:
+                self.clear()
+            self[key] = value
+        return value
+
+
+def _last_safe_space(text: str, low: int, high: int) -> int:
+    """The largest p with low <= p <= high, text[p] == " " and text[p + 1] not whitespace, or -1.
+
+    Searches backwards from `high` in growing windows so that the cost is proportional to the distance scanned.
+
+    >>> _last_safe_space("a b c  d", 0, 6), _last_safe_space("a b", 0, 0)
+    (6, -1)
+    """
+    width = 256
+    while high >= low:
+        window_start = max(low, high - width)
+        last = -1
+        for match in _SAFE_SPACE_REGEX.finditer(text, window_start, high + 2):
+            last = match.start()
+        if last >= 0 or window_start == low:
+            return last
+        high = window_start
+        width *= 4
+    return -1
+
+
+def _merge_by_scanning(ids: list[int], pair_ranks: dict[tuple[int, int], int], merged_ids: list[int]) -> list[int]:
+    """Apply merges to a short `ids` lowest rank first, leftmost first: each step scans all pairs (O(n^2), fast
+    for the few bytes of a typical pre-token).
+
+    >>> _merge_by_scanning([0, 0, 0], {(0, 0): 0, (1, 0): 1}, [1, 2])
+    [2]
+    """
+    get = pair_ranks.get
+    while len(ids) > 1:
+        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_RANK)))
+        best = min(ranks)
+        if best == _NO_RANK:
+            break
+        position = ranks.index(best)
+        ids[position:position + 2] = [merged_ids[best]]
+    return ids
+
+
+def _merge_with_heap(ids: list[int], pair_ranks: dict[tuple[int, int], int], merged_ids: list[int]) -> list[int]:
+    """Apply merges to `ids` lowest rank first, leftmost first among equal ranks, in O(n log n).
+
+    Positions form a linked list; a heap holds (rank, position) for adjacent pairs, and entries made stale by an
+    earlier merge are skipped when popped.
+
+    >>> _merge_with_heap([0, 0, 0], {(0, 0): 0, (1, 0): 1}, [1, 2])
+    [2]
+    """
+    count = len(ids)
+    if count < 2:
+        return ids
+    next_position = list(range(1, count + 1))
+    previous_position = list(range(-1, count - 1))
+    heap = [rank * count + position
+            for position, rank in enumerate(map(pair_ranks.get, zip(ids, ids[1:]))) if rank is not None]
+    heapq.heapify(heap)
+    alive = [True] * count
+    while heap:
+        rank, position = divmod(heapq.heappop(heap), count)
+        if not alive[position]:
+            continue
+        right = next_position[position]
+        if right >= count or pair_ranks.get((ids[position], ids[right])) != rank:
+            continue
+        ids[position] = merged_ids[rank]
+        alive[right] = False
+        after = next_position[right]
+        next_position[position] = after
+        if after < count:
+            previous_position[after] = position
+            after_rank = pair_ranks.get((ids[position], ids[after]))
+            if after_rank is not None:
+                heapq.heappush(heap, after_rank * count + position)
+        before = previous_position[position]
+        if before >= 0:
+            before_rank = pair_ranks.get((ids[before], ids[position]))
+            if before_rank is not None:
+                heapq.heappush(heap, before_rank * count + before)
+    return [token_id for token_id, is_alive in zip(ids, alive) if is_alive]
+
+
+class _MergeError(ValueError):
+    """A merge that does not fit the vocab; `from_files` turns it into an InputError naming the merges.txt line."""
+
+    def __init__(self, rank: int, message: str) -> None:
+        super().__init__(message)
+        self.rank = rank
+
+
+def _merge_line_number(merges_path: Path, rank: int) -> int:
+    """The 1-based line of merges.txt holding merge number `rank` (header and blank lines are skipped)."""
+    seen = -1
+    with merges_path.open(encoding="utf-8") as file:
+        for line_number, line in enumerate(file, start=1):
+            line = line.rstrip("\r\n")
+            if not line or (line_number == 1 and line.startswith("#version")):
+                continue
+            seen += 1
+            if seen == rank:
+                return line_number
+    return 0
+
+
+# encode_batch uses processes only for at least this many characters of text: below it, starting them costs more.
+_MIN_PARALLEL_LENGTH = 1 << 20
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _batches_by_length(texts: list[str], count: int) -> list[list[str]]:
+    """Cut `texts` into at most `count` consecutive batches of about equal total length."""
+    target = max(1, sum(map(len, texts)) // count)
+    batches: list[list[str]] = [[]]
+    batch_length = 0
+    for text in texts:
+        if batch_length >= target:
+            batches.append([])
+            batch_length = 0
+        batches[-1].append(text)
+        batch_length += len(text)
+    return batches
+
+
+def _process_pool(num_workers: int, tokenizer: Tokenizer) -> Any:
+    # fork (where available) hands each worker the tokenizer without pickling and rebuilding its tables.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return context.Pool(num_workers, initializer=_init_worker, initargs=(tokenizer,))
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _encode_in_worker(texts: list[str]) -> list[list[int]]:
+    assert _worker_tokenizer is not None
+    return [_worker_tokenizer.encode(text) for text in texts]

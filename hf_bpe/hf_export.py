@@ -1,0 +1,284 @@
+"""The saved tokenizer directory: one set of files that every HuggingFace loader reads to the same token ids.
+
+`save_tokenizer_directory` writes:
+
+- `vocab.json`, `merges.txt`: the GPT-2 files (`hf_bpe.gpt2_format`), read by `hf_bpe.Tokenizer.from_files`, by
+  `HFBPETokenizer` and by tiktoken-style loaders;
+- `tokenizer.json`: a `tokenizers` BPE model with the GPT-2 byte-level pre-tokenizer and decoder and the special
+  tokens as added special tokens, read by `tokenizers.Tokenizer.from_file` and by `AutoTokenizer`;
+- `tokenizer_config.json`, `special_tokens_map.json`: the transformers settings. `tokenizer_class` names the built-in
+  `PreTrainedTokenizerFast`, so `AutoTokenizer.from_pretrained(directory)` works without hf_bpe installed;
+  `auto_map` points `AutoTokenizer(..., trust_remote_code=True)` at `HFBPETokenizer` through the small module file
+  `hf_bpe_tokenizer.py` written beside them;
+- `README.md`: a minimal model card, only if the directory has none.
+
+Like GPT-2, the first special token (`<|endoftext|>` when present) is the bos, eos and unk token, and nothing is
+added around the encoded text. `load_tokenizer_directory` reads the directory back, checking that its files agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_bpe.errors import InputError
+from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab, save_gpt2, token_to_str
+from hf_bpe.pretokenize import validate_special_tokens
+
+ENDOFTEXT = "<|endoftext|>"
+MODULE_NAME = "hf_bpe_tokenizer"
+CLASS_NAME = "HFBPETokenizer"
+# transformers' "no limit" value (`VERY_LARGE_INTEGER`), used when no model_max_length is given.
+NO_MAX_LENGTH = int(1e30)
+REQUIRED_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
+SAVED_FILES = (*REQUIRED_FILES, "special_tokens_map.json", f"{MODULE_NAME}.py", "README.md")
+
+MODULE_SOURCE = f'''"""Lets `AutoTokenizer.from_pretrained(path, trust_remote_code=True)` load this directory as hf_bpe's
+`{CLASS_NAME}`. Without `trust_remote_code`, AutoTokenizer loads it as a `PreTrainedTokenizerFast` with identical ids.
+"""
+
+try:
+    from hf_bpe.hf_tokenizer import {CLASS_NAME}
+except ImportError as error:
+    raise ImportError(
+        "This tokenizer directory was written by hf_bpe: loading it with trust_remote_code=True needs the hf_bpe "
+        "package (pip install hf_bpe). Without trust_remote_code=True, AutoTokenizer loads it as a "
+        f"PreTrainedTokenizerFast with the same token ids. (The import failed with: {{error}})"
+    ) from error
+
+__all__ = ["{CLASS_NAME}"]
+'''
+
+MINIMAL_CARD = """---
+library_name: transformers
+tags:
+- tokenizer
+- bpe
+- hf_bpe
+---
+
+# Byte-level BPE tokenizer
+
+A GPT-2 style byte-level BPE tokenizer with {vocab_size} tokens and {merge_count} merges, trained with hf_bpe.
+Special tokens: {specials}.
+
+```python
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("path/to/this/directory")
+```
+"""
+
+
+def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int, bytes],
+                             merges: Sequence[tuple[bytes, bytes]], special_tokens: Sequence[str], *,
+                             model_max_length: int | None = None, pad_token: str | None = None) -> Path:
+    """Write the tokenizer files into `directory` (created if needed) and return its path.
+
+    Every special token must be in `vocab` (as its UTF-8 bytes), and so must `pad_token` if given. Each file is
+    written atomically, but the set is not: write into a fresh directory and rename it for an atomic save.
+
+    >>> vocab = {0: b"<|endoftext|>", **{i + 1: bytes([i]) for i in range(256)}, 257: b" t"}
+    >>> path = save_tokenizer_directory(tmp_path, vocab, [(b" ", b"t")], ["<|endoftext|>"])  # doctest: +SKIP
+    >>> sorted(p.name for p in path.iterdir())  # doctest: +SKIP
+    ['README.md', 'hf_bpe_tokenizer.py', 'merges.txt', 'special_tokens_map.json', 'tokenizer.json', ...]
+    """
+    special_tokens = validate_special_tokens(special_tokens)
+    ids_by_token = {token: token_id for token_id, token in vocab.items()}
+    for special in special_tokens:
+        if special.encode("utf-8") not in ids_by_token:
+            raise ValueError(f"special token {special!r} is not in the vocab")
+    if pad_token is not None and pad_token not in special_tokens:
+        raise ValueError(f"pad token {pad_token!r} must be one of the special tokens {special_tokens}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_gpt2(vocab, list(merges), directory, special_tokens)
+    special_ids = {special: ids_by_token[special.encode("utf-8")] for special in special_tokens}
+    _write_text(directory / "tokenizer.json", build_tokenizers_json(vocab, merges, special_tokens))
+    named = named_special_tokens(special_tokens, pad_token)
+    _write_json(directory / "tokenizer_config.json",
+                tokenizer_config(named, special_ids, model_max_length))
+    _write_json(directory / "special_tokens_map.json", named)
+    _write_text(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
+    card = directory / "README.md"
+    if not card.exists():
+        _write_text(card, MINIMAL_CARD.format(vocab_size=len(vocab), merge_count=len(merges),
+                                              specials=", ".join(f"`{s}`" for s in special_tokens) or "none"))
+    return directory
+
+
+def named_special_tokens(special_tokens: Sequence[str], pad_token: str | None = None) -> dict[str, Any]:
+    """The transformers names of the special tokens, as in `special_tokens_map.json`.
+
+    GPT-2 uses `<|endoftext|>` as its bos, eos and unk token; the first special token plays that part when there is
+    no `<|endoftext|>`. The others are `additional_special_tokens`.
+
+    >>> named_special_tokens(["<pad>", "<|endoftext|>"], pad_token="<pad>")
+    {'bos_token': '<|endoftext|>', 'eos_token': '<|endoftext|>', 'unk_token': '<|endoftext|>', \
+'pad_token': '<pad>', 'additional_special_tokens': ['<pad>']}
+    >>> named_special_tokens([])
+    {}
+    """
+    if not special_tokens:
+        return {}
+    main = ENDOFTEXT if ENDOFTEXT in special_tokens else special_tokens[0]
+    named: dict[str, Any] = {"bos_token": main, "eos_token": main, "unk_token": main}
+    if pad_token is not None:
+        named["pad_token"] = pad_token
+    others = [token for token in special_tokens if token != main]
+    if others:
+        named["additional_special_tokens"] = others
+    return named
+
+
+def tokenizer_config(named: dict[str, Any], special_ids: dict[str, int], model_max_length: int | None) -> dict[str, Any]:
+    """The contents of `tokenizer_config.json`, readable by transformers 4 and 5."""
+    added = {str(token_id): {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
+                             "single_word": False, "special": True}
+             for token, token_id in sorted(special_ids.items(), key=lambda item: item[1])}
+    return {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "auto_map": {"AutoTokenizer": [f"{MODULE_NAME}.{CLASS_NAME}", None]},
+        "added_tokens_decoder": added,
+        **named,
+        "add_prefix_space": False,
+        "clean_up_tokenization_spaces": False,
+        "errors": "replace",
+        # transformers 4's PreTrainedTokenizerFast would return token_type_ids too; GPT-2 models take neither.
+        "model_input_names": ["input_ids", "attention_mask"],
+        "model_max_length": NO_MAX_LENGTH if model_max_length is None else model_max_length,
+    }
+
+
+def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                          special_tokens: Sequence[str]) -> str:
+    """The `tokenizer.json` text for a `tokenizers` byte-level BPE tokenizer, laid out like GPT-2's."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    specials = {token.encode("utf-8"): token for token in special_tokens}
+    string_vocab = {specials.get(token) or token_to_str(token): token_id for token_id, token in vocab.items()}
+    string_merges = [(token_to_str(left), token_to_str(right)) for left, right in merges]
+    tokenizer = Tokenizer(models.BPE(vocab=string_vocab, merges=string_merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    # Like GPT-2's: it adds no tokens, it only keeps the offsets untrimmed.
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in special_tokens])
+    return tokenizer.to_str(pretty=True) + "\n"
+
+
+def load_tokenizer_directory(directory: str | os.PathLike[str]
+                             ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[str]]:
+    """Read a saved directory back into (vocab, merges, special_tokens), checking that its files agree.
+
+    The special tokens are the added special tokens of `tokenizer_config.json`, in id order. Raises InputError naming
+    the file for a missing file, invalid JSON, a special token that is not in `vocab.json`, or a `vocab.json` /
+    `merges.txt` pair that differs from the model in `tokenizer.json`.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError(f"{directory}: not a directory")
+    for name in REQUIRED_FILES:
+        if not (directory / name).is_file():
+            raise InputError(f"{directory / name}: no such file (a saved tokenizer directory needs "
+                             f"{', '.join(REQUIRED_FILES)})")
+    vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
+    vocab = load_gpt2_vocab(vocab_path)
+    merges = load_gpt2_merges(merges_path)
+    vocab_strings = _read_json(vocab_path)
+    special_tokens = _special_tokens_of(directory / "tokenizer_config.json", vocab_strings)
+    for special in special_tokens:
+        # vocab.json holds special tokens as plain text, which may look like byte-mapped text: read them as text.
+        vocab[vocab_strings[special]] = special.encode("utf-8")
+    _check_tokenizer_json(directory / "tokenizer.json", vocab_strings, merges_path, special_tokens)
+    return vocab, merges, special_tokens
+
+
+def _special_tokens_of(config_path: Path, vocab_strings: dict[str, int]) -> list[str]:
+    config = _read_json(config_path)
+    if not isinstance(config, dict):
+        raise InputError(f"{config_path}: expected a JSON object")
+    added = config.get("added_tokens_decoder") or {}
+    if not isinstance(added, dict):
+        raise InputError(f"{config_path}: added_tokens_decoder must be an object mapping ids to tokens")
+    special_by_id: dict[int, str] = {}
+    for key, entry in added.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not key.isdigit():
+            raise InputError(f"{config_path}: added_tokens_decoder entry {key!r} is not an id with a token")
+        token = entry["content"]
+        if token not in vocab_strings:
+            raise InputError(f"{config_path}: added token {token!r} is not in vocab.json")
+        if vocab_strings[token] != int(key):
+            raise InputError(f"{config_path}: added token {token!r} has id {key} but vocab.json gives it id "
+                             f"{vocab_strings[token]}")
+        if entry.get("special", False):
+            special_by_id[int(key)] = token
+    named = [(name, config[name]) for name in ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
+                                                "cls_token", "mask_token") if config.get(name) is not None]
+    named += [("additional_special_tokens", token) for token in config.get("additional_special_tokens") or []]
+    for name, token in named:
+        if isinstance(token, dict):  # transformers 4 sometimes writes AddedToken objects
+            token = token.get("content")
+        if not isinstance(token, str) or token not in vocab_strings:
+            raise InputError(f"{config_path}: {name} {token!r} is not in vocab.json")
+        special_by_id.setdefault(vocab_strings[token], token)
+    return [special_by_id[token_id] for token_id in sorted(special_by_id)]
+
+
+def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_path: Path,
+                          special_tokens: list[str]) -> None:
+    content = _read_json(path)
+    model = content.get("model") if isinstance(content, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "BPE":
+        raise InputError(f"{path}: expected a tokenizers BPE model")
+    model_vocab = model.get("vocab")
+    if model_vocab != expected_vocab:
+        if not isinstance(model_vocab, dict):
+            raise InputError(f"{path}: model.vocab is not an object")
+        differing = sorted(set(model_vocab.items()) ^ set(expected_vocab.items()), key=lambda item: item[1])
+        token, token_id = differing[0]
+        where = "tokenizer.json" if model_vocab.get(token) == token_id else "vocab.json"
+        raise InputError(f"{path}: model vocab differs from vocab.json ({len(model_vocab)} vs "
+                         f"{len(expected_vocab)} tokens; first difference: {token!r} -> {token_id} only in {where})")
+    lines = [line.rstrip("\r") for line in _read_text(merges_path).split("\n")]
+    merges_lines = [line for number, line in enumerate(lines)
+                    if line and not (number == 0 and line.startswith("#version"))]
+    model_merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in model.get("merges") or []]
+    if model_merges != merges_lines:
+        index = next((i for i, (a, b) in enumerate(zip(model_merges, merges_lines)) if a != b),
+                     min(len(model_merges), len(merges_lines)))
+        raise InputError(f"{path}: model merges differ from merges.txt ({len(model_merges)} vs {len(merges_lines)} "
+                         f"merges; first difference at merge {index + 1})")
+    added = [entry.get("content") for entry in content.get("added_tokens") or [] if entry.get("special")]
+    if sorted(added) != sorted(special_tokens):
+        raise InputError(f"{path}: added special tokens {added} differ from those of tokenizer_config.json "
+                         f"{special_tokens}")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+
+
+def _write_json(path: Path, content: Any) -> None:
+    _write_text(path, json.dumps(content, ensure_ascii=False, indent=2) + "\n")
+
+
+def _write_text(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

@@ -1,0 +1,422 @@
+"""Byte-level BPE training: count pre-tokens, then repeatedly merge the most frequent adjacent pair.
+
+The merge loop follows the classic incremental algorithm (as in HF tokenizers' BpeTrainer), tuned for CPython:
+
+* Pre-tokens are deduplicated and kept as `words` with a `frequency` each. A word is a `str` whose characters are
+  token ids (`chr(id)`), so replacing a pair everywhere in a word is one C-level `str.replace`, which merges
+  overlapping runs left to right exactly as BPE must ("aaaaa" with (a, a) gives "aa", "aa", "a"). A pair is the
+  2-character string of its ids, so the pairs around a position are slices of the word.
+* `pair_counts` holds the weighted count of every adjacent pair. A merge only changes the pairs next to each merged
+  occurrence, so counts are updated from that neighbourhood alone, never by rescanning.
+* `pair_words` is an inverted index pair -> words that may contain it. It only grows: a word whose pair has since
+  been merged away is skipped by a cheap `pair in word` test.
+* The best pair comes from a lazy max-heap. A pair's count only grows during the merge that creates it (every new
+  pair contains the new token) and only shrinks afterwards, so a heap entry's count is never below the true count:
+  an entry whose count is out of date is pushed back with the true count when it reaches the top.
+
+Ties go to the lexicographically greater pair of byte strings, as Python's `max(counts, key=(count, (left, right)))`.
+The heap is a min-heap, so each token carries a sort key that orders byte strings in reverse: each byte b becomes the
+character 255 - b, and a trailing U+0100 (greater than every such character) makes a prefix sort after the longer
+strings it starts. All heap comparisons then run in C on (-count, key) tuples.
+
+>>> vocab, merges = train_bpe_from_counts({b"low": 5, b"lower": 2, b"newest": 6, b"widest": 3}, 262)
+>>> merges
+[(b's', b't'), (b'e', b'st'), (b'o', b'w'), (b'l', b'ow'), (b'w', b'est'), (b'n', b'e')]
+>>> vocab[256], len(vocab)
+(b'st', 262)
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import os
+import resource
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
+from typing import Union
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from hf_bpe.count import count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.pretokenize import validate_special_tokens
+
+PathArg = Union[str, "os.PathLike[str]"]
+Vocab = dict[int, bytes]
+Merges = list[tuple[bytes, bytes]]
+
+# Token ids are stored as characters, so the largest id is the largest code point.
+MAX_TOKEN_ID = sys.maxunicode
+_REVERSE_BYTES = bytes(range(255, -1, -1))
+
+
+def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
+              *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
+              verbose: bool = False) -> tuple[Vocab, Merges]:
+    """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
+
+    Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
+    `vocab_size` counts the 256 byte tokens, the merges and the special tokens; training stops early when no pair
+    is left to merge. `errors` is how undecodable bytes are treated ("strict" raises InputError naming the file and
+    byte offset, "replace" or "ignore" as in `bytes.decode`). `progress=None` shows progress bars only on a terminal.
+
+    >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])  # doctest: +SKIP
+    """
+    specials = _check_arguments(vocab_size, special_tokens)
+    paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
+    start = time.perf_counter()
+    counts = count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress)
+    return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+
+
+def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
+                            num_workers: int | None = None, progress: bool | None = None, verbose: bool = False
+                            ) -> tuple[Vocab, Merges]:
+    """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document.
+
+    >>> vocab, merges = train_bpe_from_iterator(["low lower", "newest widest"], 258)
+    >>> merges
+    [(b'w', b'e'), (b'l', b'o')]
+    """
+    specials = _check_arguments(vocab_size, special_tokens)
+    start = time.perf_counter()
+    counts = count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress)
+    return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+
+
+def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
+                          *, progress: bool | None = None, verbose: bool = False) -> tuple[Vocab, Merges]:
+    """Train on pre-token counts, e.g. from `hf_bpe.count.count_pretokens`: {pre-token bytes: occurrences}.
+
+    >>> train_bpe_from_counts({b"aaaa": 2, b"ab": 1}, 258)[1]
+    [(b'a', b'a'), (b'aa', b'aa')]
+    """
+    specials = _check_arguments(vocab_size, special_tokens)
+    _check_counts(counts)
+    return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=0.0)
+
+
+def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | None = None) -> list[tuple[int, int]]:
+    """Run up to `num_merges` BPE merges over weighted words; return them as (left id, right id) in merge order.
+
+    Ids 0-255 are the bytes and merge i creates id 256 + i. Stops early when no adjacent pair is left.
+
+    >>> merge_pairs({b"abab": 1}, 5)
+    [(97, 98), (256, 256)]
+    """
+    # One code point past the last id separates words when a merge is done on all its words joined together.
+    num_merges = min(num_merges, MAX_TOKEN_ID - 256)
+    corpus = _Corpus(counts, separator=chr(256 + num_merges))
+    pair_counts = corpus.pair_counts
+    token_keys = [_reverse_order_key(bytes([byte])) for byte in range(256)]
+    heap = [(-count, token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair) for pair, count in pair_counts.items()]
+    heapq.heapify(heap)
+    token_bytes = [bytes([byte]) for byte in range(256)]
+    merges: list[tuple[int, int]] = []
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the loop allocates millions of tuples and lists, none in cycles: collections would only cost time
+    try:
+        with tqdm(total=num_merges, desc="merging", unit=" merges", disable=_progress_disabled(progress)) as bar:
+            while heap and len(merges) < num_merges:
+                negative_count, key, pair = heappop(heap)
+                count = pair_counts.get(pair, 0)
+                if count != -negative_count:
+                    if count:
+                        heappush(heap, (-count, key, pair))
+                    continue
+                left, right = pair
+                new_id = 256 + len(merges)
+                new_token = chr(new_id)
+                merges.append((ord(left), ord(right)))
+                token_bytes.append(token_bytes[ord(left)] + token_bytes[ord(right)])
+                token_keys.append(_reverse_order_key(token_bytes[-1]))
+
+                created = corpus.merge(pair, new_token)
+                new_key = token_keys[new_id]
+                for new_pair, new_count in created.items():
+                    first, second = new_pair
+                    heappush(heap, (-new_count, (new_key if first == new_token else token_keys[ord(first)])
+                                    + (new_key if second == new_token else token_keys[ord(second)]), new_pair))
+                bar.update()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return merges
+
+
+class _Corpus:
+    """The distinct words with their frequencies, the pair counts, and the inverted index pair -> words.
+
+    A merge touching few words updates them one by one in Python (`_merge_word_by_word`). A merge touching many is
+    done on all of them at once (`_merge_all_at_once`): the words are joined with a separator into one string, the
+    pair replaced with one `str.replace`, and the neighbourhoods of the new token found with numpy.
+    """
+
+    # Below this many candidate words the per-merge cost of numpy outweighs the per-word cost of Python.
+    BATCH_THRESHOLD = 300
+
+    def __init__(self, counts: Mapping[bytes, int], separator: str) -> None:
+        self.words: list[str] = []
+        self.frequencies: list[int] = []
+        for word, frequency in counts.items():
+            if len(word) > 1:  # a single byte never takes part in a pair
+                self.words.append(word.decode("latin-1"))
+                self.frequencies.append(int(frequency))
+        if sum(self.frequencies) * max(map(len, self.words), default=0) >= 1 << 63:
+            raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
+        self.frequency_array = np.array(self.frequencies, dtype=np.int64)
+        self.separator = separator
+        self.pair_counts, self.pair_words = _count_byte_pairs(self.words, self.frequencies)
+
+    def merge(self, pair: str, new_token: str) -> dict[str, int]:
+        """Replace `pair` by `new_token` in every word; return the counts of the pairs this created.
+
+        The created pairs all contain `new_token`. Their counts and index entries are added here too.
+        """
+        candidates = self.pair_words.pop(pair)
+        if len(candidates) >= self.BATCH_THRESHOLD:
+            created = self._merge_all_at_once(pair, new_token, candidates)
+        else:
+            if not isinstance(candidates, list):
+                candidates = candidates.tolist()
+            created = self._merge_word_by_word(pair, new_token, candidates)
+        del self.pair_counts[pair]
+        self.pair_counts.update(created)
+        return created
+
+    def _merge_word_by_word(self, pair: str, new_token: str, candidates: list[int]) -> dict[str, int]:
+        """Merge in each candidate word in turn, updating the counts from each occurrence's neighbours.
+
+        Decrements of `pair` itself (from overlapping runs) are harmless: the caller deletes its count.
+        """
+        words, frequencies, pair_counts, pair_words = self.words, self.frequencies, self.pair_counts, self.pair_words
+        left, right = pair
+        right_left = right + left
+        created: dict[str, int] = {}
+        created_get = created.get
+        for word_index in candidates:
+            word = words[word_index]
+            position = word.find(pair)
+            if position < 0:
+                continue  # a stale index entry, or a duplicate already handled
+            frequency = frequencies[word_index]
+            merged = word.replace(pair, new_token)
+            words[word_index] = merged
+            if len(merged) == len(word) - 1:
+                # One occurrence, the common case: the old and new pairs around it are slices of the two words.
+                if position:
+                    pair_counts[word[position - 1:position + 1]] -= frequency
+                    new_pair = merged[position - 1:position + 1]
+                    created[new_pair] = created_get(new_pair, 0) + frequency
+                    pair_words[new_pair].append(word_index)
+                if position < len(merged) - 1:
+                    pair_counts[word[position + 1:position + 3]] -= frequency
+                    new_pair = merged[position:position + 2]
+                    created[new_pair] = created_get(new_pair, 0) + frequency
+                    pair_words[new_pair].append(word_index)
+                continue
+            last = len(merged) - 1
+            position = merged.find(new_token)
+            while position >= 0:
+                if position:
+                    before = merged[position - 1]
+                    # The pair that ended here: (before, left), or (right, left) between two merged occurrences.
+                    pair_counts[right_left if before == new_token else before + left] -= frequency
+                    new_pair = merged[position - 1:position + 1]
+                    created[new_pair] = created_get(new_pair, 0) + frequency
+                    pair_words[new_pair].append(word_index)
+                if position < last:
+                    after = merged[position + 1]
+                    if after != new_token:  # else the next occurrence accounts for the pair between them
+                        pair_counts[right + after] -= frequency
+                        new_pair = new_token + after
+                        created[new_pair] = created_get(new_pair, 0) + frequency
+                        pair_words[new_pair].append(word_index)
+                position = merged.find(new_token, position + 1)
+        return created
+
+    def _merge_all_at_once(self, pair: str, new_token: str, candidates: list[int] | np.ndarray) -> dict[str, int]:
+        """Merge in all candidate words with one `str.replace` on their concatenation, then count with numpy.
+
+        The neighbour pairs are those of `_merge_word_by_word`, found for all occurrences at once in the merged
+        text: the separator (which is in no pair) marks word ends, so a missing neighbour is a separator.
+        """
+        word_indices = np.unique(np.asarray(candidates, dtype=np.int64))  # also drops duplicates
+        index_list = word_indices.tolist()
+        separator = self.separator
+        merged_text = separator.join(itemgetter(*index_list)(self.words)).replace(pair, new_token)
+        for word_index, merged in zip(index_list, merged_text.split(separator)):
+            self.words[word_index] = merged
+
+        # Pad with a separator at each end so that every occurrence has a character on both sides.
+        text = np.frombuffer((separator + merged_text + separator).encode("utf-32-le", "surrogatepass"),
+                             dtype=np.uint32).astype(np.int64)
+        left_id, right_id, new_id, separator_id = ord(pair[0]), ord(pair[1]), ord(new_token), ord(separator)
+        positions = np.flatnonzero(text == new_id)
+        word_numbers = np.searchsorted(np.flatnonzero(text == separator_id), positions) - 1
+        occurrence_words = word_indices[word_numbers]
+        weights = self.frequency_array[occurrence_words]
+        before, after = text[positions - 1], text[positions + 1]
+
+        has_before = before != separator_id
+        before, before_weights, before_words = before[has_before], weights[has_before], occurrence_words[has_before]
+        has_after = (after != separator_id) & (after != new_id)  # between two occurrences: counted as a before
+        after, after_weights, after_words = after[has_after], weights[has_after], occurrence_words[has_after]
+
+        old_codes = np.concatenate((np.where(before == new_id, right_id, before) << _CODE_BITS | left_id,
+                                    right_id << _CODE_BITS | after))
+        old_pairs, old_totals, _ = _sum_by_code(old_codes, np.concatenate((before_weights, after_weights)))
+        pair_counts = self.pair_counts
+        for old_pair, total in zip(old_pairs, old_totals.tolist()):
+            pair_counts[old_pair] -= total
+
+        new_codes = np.concatenate((before << _CODE_BITS | new_id, new_id << _CODE_BITS | after))
+        new_pairs, new_totals, new_pair_words = _sum_by_code(
+            new_codes, np.concatenate((before_weights, after_weights)), np.concatenate((before_words, after_words)))
+        pair_words = self.pair_words
+        for new_pair, words in zip(new_pairs, new_pair_words):
+            pair_words[new_pair] = words
+        return dict(zip(new_pairs, new_totals.tolist()))
+
+
+_CODE_BITS = 21  # a pair of ids as one integer: left << 21 | right (ids are code points, below 2**21)
+
+
+def _sum_by_code(codes: np.ndarray, weights: np.ndarray, words: np.ndarray | None = None
+                 ) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
+    """Group pair codes: the distinct pairs (as 2-character strings), their summed weights, and their words.
+
+    Sums run in int64 through a cumulative sum, so they are exact (np.bincount would sum in float64).
+
+    >>> pairs, totals, words = _sum_by_code(np.array([98 << 21 | 99, 97 << 21 | 98, 98 << 21 | 99]),
+    ...                                     np.array([1, 2, 3]), np.array([7, 8, 9]))
+    >>> pairs, totals.tolist(), [w.tolist() for w in words]
+    (['ab', 'bc'], [2, 4], [[8], [7, 9]])
+    """
+    if len(codes) == 0:
+        return [], np.zeros(0, dtype=np.int64), []
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.diff(sorted_codes, prepend=-1))
+    ends = np.append(starts[1:], len(sorted_codes))
+    cumulative = np.cumsum(weights[order])
+    totals = np.diff(cumulative[ends - 1], prepend=0)
+    mask = (1 << _CODE_BITS) - 1
+    pairs = [chr(code >> _CODE_BITS) + chr(code & mask) for code in sorted_codes[starts].tolist()]
+    grouped_words = np.split(words[order], starts[1:]) if words is not None else []
+    return pairs, totals, grouped_words
+
+
+def _count_byte_pairs(words: list[str], frequencies: list[int]) -> tuple[dict[str, int], defaultdict]:
+    """Weighted counts of all adjacent byte pairs, and for each pair the indices of the words holding it.
+
+    Done with numpy over all words at once: this is the only pass that touches every position of every word.
+    The index values are numpy arrays here (converted to lists when a pair is merged); pairs made by later merges
+    get Python lists.
+
+    >>> counts, index = _count_byte_pairs(["abab", "ba"], [3, 1])
+    >>> counts, {pair: words.tolist() for pair, words in index.items()}
+    ({'ab': 6, 'ba': 4}, {'ab': [0], 'ba': [0, 1]})
+    """
+    pair_words: defaultdict = defaultdict(list)
+    if not words:
+        return {}, pair_words
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    flat = np.frombuffer("".join(words).encode("latin-1"), dtype=np.uint8)
+    word_of_position = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
+    pair_codes = (flat[:-1].astype(np.uint16) << 8) | flat[1:]
+    within_word = np.ones(len(pair_codes), dtype=bool)
+    within_word[np.cumsum(lengths)[:-1] - 1] = False  # drop the pairs spanning two words
+    pair_codes = pair_codes[within_word]
+    word_of_pair = word_of_position[:-1][within_word]
+
+    # A stable sort groups the positions by pair, with word indices ascending within each group.
+    order = np.argsort(pair_codes, kind="stable")
+    sorted_codes, sorted_words = pair_codes[order], word_of_pair[order]
+    # Summing in int64 through a cumulative sum keeps the counts exact (np.bincount would sum in float64).
+    cumulative_weights = np.cumsum(np.asarray(frequencies, dtype=np.int64)[sorted_words])
+    group_starts = np.flatnonzero(np.diff(sorted_codes, prepend=-1))
+    group_totals = np.diff(cumulative_weights[np.append(group_starts[1:], len(sorted_codes)) - 1], prepend=0)
+
+    first_in_word = np.ones(len(sorted_codes), dtype=bool)  # drop repeats of a pair within one word
+    first_in_word[1:] = (sorted_codes[1:] != sorted_codes[:-1]) | (sorted_words[1:] != sorted_words[:-1])
+    index_codes, index_words = sorted_codes[first_in_word], sorted_words[first_in_word]
+    index_starts = np.flatnonzero(np.diff(index_codes, prepend=-1)).tolist()
+    index_stops = index_starts[1:] + [len(index_codes)]
+
+    pair_counts: dict[str, int] = {}
+    for code, total, start, stop in zip(sorted_codes[group_starts].tolist(), group_totals.tolist(), index_starts,
+                                        index_stops):
+        pair = chr(code >> 8) + chr(code & 255)
+        pair_counts[pair] = total
+        pair_words[pair] = index_words[start:stop]
+    return pair_counts, pair_words
+
+
+def _reverse_order_key(token: bytes) -> str:
+    """A string that sorts in the reverse order of the byte strings, prefixes included.
+
+    >>> sorted([b"a", b"ab", b"b", b""], key=_reverse_order_key)
+    [b'b', b'ab', b'a', b'']
+    """
+    return token.translate(_REVERSE_BYTES).decode("latin-1") + "\u0100"
+
+
+def _train(counts: Mapping[bytes, int], vocab_size: int, special_tokens: list[str], progress: bool | None,
+           verbose: bool, counting_seconds: float) -> tuple[Vocab, Merges]:
+    start = time.perf_counter()
+    id_merges = merge_pairs(counts, vocab_size - 256 - len(special_tokens), progress)
+    vocab: Vocab = {byte: bytes([byte]) for byte in range(256)}
+    merges: Merges = []
+    for left, right in id_merges:
+        merges.append((vocab[left], vocab[right]))
+        vocab[len(vocab)] = vocab[left] + vocab[right]
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    if verbose:
+        print(f"hf_bpe: {len(counts):,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
+              f"{len(merges):,} merges in {time.perf_counter() - start:.2f} s, "
+              f"peak memory {_peak_memory_mb():,.0f} MB", file=sys.stderr)
+    return vocab, merges
+
+
+def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> list[str]:
+    if isinstance(special_tokens, str):
+        raise TypeError(f"special_tokens must be a sequence of str, not a str: use [{special_tokens!r}]")
+    specials = validate_special_tokens(special_tokens)
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}")
+    minimum = 256 + len(specials)
+    if vocab_size < minimum:
+        raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum} "
+                         f"(256 byte tokens + {len(specials)} special tokens)")
+    return specials
+
+
+def _check_counts(counts: Mapping[bytes, int]) -> None:
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping from pre-token bytes to counts, got {type(counts).__name__}")
+    for token, count in counts.items():
+        if not isinstance(token, bytes):
+            raise TypeError(f"counts keys must be bytes, got {type(token).__name__}: {token!r}")
+        if not isinstance(count, (int, np.integer)) or isinstance(count, bool):
+            raise TypeError(f"count of pre-token {token!r} must be an int, got {type(count).__name__}: {count!r}")
+        if count <= 0:
+            raise ValueError(f"count of pre-token {token!r} must be positive, got {count}")
+
+
+def _progress_disabled(progress: bool | None) -> bool | None:
+    # tqdm's disable=None means: show only on a terminal.
+    return None if progress is None else not progress
+
+
+def _peak_memory_mb() -> float:
+    """Peak resident memory of this process and of its finished children (counting workers), in MB."""
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, kilobytes elsewhere

@@ -1,0 +1,342 @@
+"""Tests of hf_bpe.data: datasets tokenized into flat token arrays (.bin + .json), read back with load_tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hf_bpe import data as data_module
+from hf_bpe.data import load_tokens, tokenize_dataset, tokenizer_directory_hash
+from hf_bpe.encode import Tokenizer
+from hf_bpe.errors import InputError
+from hf_bpe.gpt2_format import load_gpt2
+from hf_bpe.hf_export import save_tokenizer_directory
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+EOT = "<|endoftext|>"
+
+# Tiny, but with the cases that break naive pipelines: empty and whitespace-only documents, non-ASCII text, a
+# literal special-token string inside a document (must stay text, not become an eot id), newlines.
+DOCUMENTS = [
+    "Hello, world!",
+    "",
+    "The quick brown fox\n\njumps over the lazy dog.",
+    "héllo wörld 日本語のテキスト 😀",
+    "   ",
+    f"text with {EOT} inside it",
+    "x",
+    "",
+    "def f(x):\n    return x + 1\n",
+    "Ünïcödé and numbers 12345 and 'quotes' it's",
+    "last",
+]
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """A real 500-token vocab (id 0 is <|endoftext|>) and its merges."""
+    return load_gpt2(FIXTURES / "train-bpe-reference-vocab.json", FIXTURES / "train-bpe-reference-merges.txt")
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory, reference) -> Path:
+    vocab, merges = reference
+    return save_tokenizer_directory(tmp_path_factory.mktemp("tokenizer") / "tok", vocab, merges, [EOT])
+
+
+@pytest.fixture(scope="module")
+def encoder(reference) -> Tokenizer:
+    """An independent encoder of the documents: ordinary text, no special-token parsing."""
+    return Tokenizer(*reference)
+
+
+def expected_tokens(documents: list[str], encoder: Tokenizer, eot_id: int | None) -> np.ndarray:
+    ids: list[int] = []
+    for document in documents:
+        ids.extend(encoder.encode(document))
+        if eot_id is not None:
+            ids.append(eot_id)
+    return np.array(ids, dtype=np.int64)
+
+
+def split_documents(tokens: np.ndarray, eot_id: int, encoder: Tokenizer) -> list[str]:
+    assert tokens[-1] == eot_id
+    pieces = np.split(np.asarray(tokens), np.flatnonzero(np.asarray(tokens) == eot_id) + 1)[:-1]
+    return [encoder.decode(piece[:-1].tolist()) for piece in pieces]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def run(tokenizer_dir: Path, dataset: str, out: Path, tmp_path: Path, **options) -> dict:
+    return tokenize_dataset(tokenizer_dir, dataset, out, cache_dir=str(tmp_path / "hf-cache"), progress=False,
+                            **options)
+
+
+def assert_clean(out: Path) -> None:
+    """No output and no temporary leftovers."""
+    assert not out.exists() or [path.name for path in out.iterdir()] == []
+
+
+# --------------------------------------------------------------------------------------------------- round trips
+
+
+def test_jsonl_with_two_processes_gives_back_the_documents(tokenizer_dir, encoder, tmp_path):
+    rows = [{"id": index, "text": text} for index, text in enumerate(DOCUMENTS)]
+    data_file = write_jsonl(tmp_path / "docs.jsonl", rows)
+    out = tmp_path / "out"
+    metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], num_proc=2, batch_size=3)
+
+    tokens = load_tokens(out, "train")
+    assert isinstance(tokens, np.memmap) and tokens.dtype == np.uint16
+    assert split_documents(tokens, 0, encoder) == DOCUMENTS
+    np.testing.assert_array_equal(tokens, expected_tokens(DOCUMENTS, encoder, eot_id=0))
+    assert metadata == json.loads((out / "train.json").read_text())
+    assert metadata["num_tokens"] == len(tokens)
+    assert metadata["num_documents"] == len(DOCUMENTS)
+    assert (metadata["eot_id"], metadata["vocab_size"], metadata["dtype"]) == (0, 500, "uint16")
+    assert (metadata["dataset"], metadata["split"], metadata["text_column"]) == ("json", "train", "text")
+    assert metadata["tokenizer_sha256"] == tokenizer_directory_hash(tokenizer_dir)
+    assert sorted(path.name for path in out.iterdir()) == ["train.bin", "train.json"]
+
+
+@pytest.mark.parametrize("source", ["parquet", "save_to_disk_dict", "save_to_disk_dataset", "text", "data_file"])
+def test_other_sources(source, tokenizer_dir, encoder, tmp_path):
+    import datasets
+
+    documents = [doc for doc in DOCUMENTS if "\n" not in doc] if source == "text" else DOCUMENTS
+    table = datasets.Dataset.from_dict({"body": documents, "n": list(range(len(documents)))})
+    split, column, options = "train", "body", {}
+    if source == "parquet":
+        table.to_parquet(str(tmp_path / "docs.parquet"))
+        dataset, options = "parquet", {"data_files": [str(tmp_path / "docs.parquet")]}
+    elif source == "save_to_disk_dict":
+        datasets.DatasetDict({"train": table.select([0]), "validation": table}).save_to_disk(str(tmp_path / "dd"))
+        dataset, split = str(tmp_path / "dd"), "validation"
+    elif source == "save_to_disk_dataset":
+        table.save_to_disk(str(tmp_path / "ds"))
+        dataset = str(tmp_path / "ds")
+    elif source == "text":
+        (tmp_path / "docs.txt").write_text("\n".join(documents) + "\n", encoding="utf-8")
+        dataset, column, options = "text", "text", {"data_files": [str(tmp_path / "docs.txt")]}
+    else:  # a single file, its format told by the suffix
+        write_jsonl(tmp_path / "docs.jsonl", [{"body": doc} for doc in documents])
+        dataset = str(tmp_path / "docs.jsonl")
+
+    out = tmp_path / "out"
+    metadata = run(tokenizer_dir, dataset, out, tmp_path, split=split, text_column=column, **options)
+    tokens = load_tokens(out, split)
+    np.testing.assert_array_equal(tokens, expected_tokens(documents, encoder, eot_id=0))
+    assert split_documents(tokens, 0, encoder) == documents
+    assert metadata["num_documents"] == len(documents) and metadata["split"] == split
+
+
+def test_streaming_writes_the_same_bytes(tokenizer_dir, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS * 3])
+    outputs = {}
+    for streaming, num_proc in [(False, 1), (True, 1), (True, 2)]:
+        out = tmp_path / f"out-{streaming}-{num_proc}"
+        metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], streaming=streaming,
+                       num_proc=num_proc, batch_size=4)
+        outputs[(streaming, num_proc)] = ((out / "train.bin").read_bytes(), metadata["num_documents"])
+    assert outputs[(False, 1)][1] == len(DOCUMENTS) * 3
+    assert outputs[(True, 1)] == outputs[(False, 1)]
+    assert outputs[(True, 2)] == outputs[(False, 1)]
+
+
+def test_no_append_eot_and_only_empty_documents(tokenizer_dir, encoder, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    metadata = run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], append_eot=False)
+    np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"), expected_tokens(DOCUMENTS, encoder, None))
+    assert metadata["append_eot"] is False and metadata["num_documents"] == len(DOCUMENTS)
+
+    empty_file = write_jsonl(tmp_path / "empty.jsonl", [{"text": ""}] * 3)
+    run(tokenizer_dir, "json", tmp_path / "eot-only", tmp_path, data_files=[str(empty_file)])
+    assert load_tokens(tmp_path / "eot-only", "train").tolist() == [0, 0, 0]
+    metadata = run(tokenizer_dir, "json", tmp_path / "nothing", tmp_path, data_files=[str(empty_file)],
+                   append_eot=False)
+    tokens = load_tokens(tmp_path / "nothing", "train")
+    assert metadata["num_tokens"] == 0 and len(tokens) == 0 and tokens.dtype == np.uint16
+
+
+def test_uint32_when_the_vocab_does_not_fit_in_16_bits(reference, encoder, tmp_path):
+    vocab, merges = reference
+    vocab = {token_id: token for token_id, token in vocab.items() if token_id != 0} | {70_000: EOT.encode()}
+    tokenizer_dir = save_tokenizer_directory(tmp_path / "big", vocab, merges, [EOT])
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    metadata = run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], num_proc=2)
+    tokens = load_tokens(tmp_path / "out", "train")
+    assert tokens.dtype == np.uint32 and metadata["dtype"] == "uint32"
+    assert (metadata["eot_id"], metadata["vocab_size"]) == (70_000, 70_001)
+    assert split_documents(tokens, 70_000, encoder) == DOCUMENTS
+
+
+def test_rerun_overwrites(tokenizer_dir, encoder, tmp_path):
+    out = tmp_path / "out"
+    first = write_jsonl(tmp_path / "first.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    second = write_jsonl(tmp_path / "second.jsonl", [{"text": "short"}, {"text": "and another"}])
+    run(tokenizer_dir, "json", out, tmp_path, data_files=[str(first)])
+    metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(second)], num_proc=2)
+    assert split_documents(load_tokens(out, "train"), 0, encoder) == ["short", "and another"]
+    assert metadata["num_documents"] == 2 and metadata["data_files"] == [str(second)]
+    assert sorted(path.name for path in out.iterdir()) == ["train.bin", "train.json"]
+
+
+def test_tokenizer_hash_covers_the_tokenizer_files(tokenizer_dir, tmp_path):
+    import shutil
+
+    copy = Path(shutil.copytree(tokenizer_dir, tmp_path / "copy"))
+    (copy / "README.md").write_text("a different card")
+    assert tokenizer_directory_hash(copy) == tokenizer_directory_hash(tokenizer_dir)
+    merges = copy / "merges.txt"
+    merges.write_text(merges.read_text() + "\n")
+    assert tokenizer_directory_hash(copy) != tokenizer_directory_hash(tokenizer_dir)
+    assert tokenizer_directory_hash(tokenizer_dir) != hashlib.sha256(b"").hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------------- failures
+
+
+class FailingEncoder:
+    """Encodes like hf_bpe, but raises on its `fail_on`-th batch: a crash in the middle of a run."""
+
+    def __init__(self, tokenizer_dir: Path, fail_on: int) -> None:
+        self.inner, self.fail_on, self.calls = data_module.HFBPEEncoder(tokenizer_dir), fail_on, 0
+
+    def __call__(self, texts):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("injected failure")
+        return self.inner(texts)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_failure_midway_leaves_no_bin(streaming, tokenizer_dir, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS * 4])
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="injected failure"):
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], batch_size=5, streaming=streaming,
+            encoder=FailingEncoder(tokenizer_dir, fail_on=3))
+    assert_clean(out)
+
+
+def test_a_failed_rerun_keeps_the_previous_output(tokenizer_dir, encoder, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    out = tmp_path / "out"
+    run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)])
+    before = (out / "train.bin").read_bytes()
+    with pytest.raises(RuntimeError, match="injected failure"):
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], batch_size=2,
+            encoder=FailingEncoder(tokenizer_dir, fail_on=2))
+    assert (out / "train.bin").read_bytes() == before
+    assert split_documents(load_tokens(out, "train"), 0, encoder) == DOCUMENTS
+    assert sorted(path.name for path in out.iterdir()) == ["train.bin", "train.json"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_missing_text_column_names_the_columns(streaming, tokenizer_dir, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"body": "a", "id": 1}])
+    with pytest.raises(InputError, match=r"no column 'text' in the dataset; its columns are: body, id"):
+        run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], streaming=streaming)
+    assert_clean(tmp_path / "out")
+
+
+@pytest.mark.parametrize("streaming,num_proc", [(False, 1), (False, 2), (True, 2)])
+def test_a_non_string_value_names_its_row(streaming, num_proc, tokenizer_dir, tmp_path):
+    rows = [{"text": f"document {index}"} for index in range(12)]
+    rows[9] = {"text": None}
+    data_file = write_jsonl(tmp_path / "docs.jsonl", rows)
+    with pytest.raises(InputError, match=r"row 9 of column 'text' is NoneType None, not a string"):
+        run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], streaming=streaming,
+            num_proc=num_proc, batch_size=4)
+    assert_clean(tmp_path / "out")
+
+
+def test_a_numeric_column_is_rejected(tokenizer_dir, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": 3}, {"text": 4}])
+    with pytest.raises(InputError, match=r"row 0 of column 'text' is int 3, not a string"):
+        run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)])
+
+
+def test_bad_sources(tokenizer_dir, tmp_path):
+    import datasets
+
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=r"missing\.jsonl: no such data file"):
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(tmp_path / "missing.jsonl")])
+    with pytest.raises(InputError, match=r"--dataset json needs --data-files"):
+        run(tokenizer_dir, "json", out, tmp_path)
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a"]})}).save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(InputError, match=r"dd: no split 'test'; the saved DatasetDict has: train"):
+        run(tokenizer_dir, str(tmp_path / "dd"), out, tmp_path, split="test")
+    (tmp_path / "broken.jsonl").write_text('{"text": "a"}\n{"text": \n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"could not load dataset 'json' split 'train'"):
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(tmp_path / "broken.jsonl")])
+    with pytest.raises(InputError, match=r"nowhere/vocab\.json: no such file"):
+        run(tmp_path / "nowhere", "json", out, tmp_path, data_files=[str(tmp_path / "broken.jsonl")])
+    with pytest.raises(InputError, match=r"--num-proc must be at least 1, got 0"):
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(tmp_path / "broken.jsonl")], num_proc=0)
+    assert_clean(out)
+
+
+def test_no_eot_to_append(reference, encoder, tmp_path):
+    vocab, merges = reference
+    vocab = {token_id: token for token_id, token in vocab.items() if token_id != 0}
+    tokenizer_dir = save_tokenizer_directory(tmp_path / "plain", vocab, merges, [])
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    with pytest.raises(InputError, match=r"plain: the tokenizer has no special tokens, so there is no end-of-text "
+                                         r"id to append \(pass --no-append-eot"):
+        run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)])
+    metadata = run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], append_eot=False)
+    assert metadata["eot_id"] is None
+    np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"), expected_tokens(DOCUMENTS, encoder, None))
+
+
+def test_load_tokens_errors(tokenizer_dir, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=r"out/train\.json: no such file; without it train\.bin is incomplete"):
+        load_tokens(out, "train")
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)])
+    with open(out / "train.bin", "r+b") as file:
+        file.truncate(2 * metadata["num_tokens"] - 2)
+    with pytest.raises(InputError, match=rf"train\.bin: {2 * metadata['num_tokens'] - 2} bytes, but train\.json "
+                                         rf"says {metadata['num_tokens']} uint16 tokens"):
+        load_tokens(out, "train")
+    (out / "train.bin").unlink()
+    with pytest.raises(InputError, match=r"train\.bin: no such file"):
+        load_tokens(out, "train")
+    (out / "train.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"train\.json: not valid JSON"):
+        load_tokens(out, "train")
+
+
+# ------------------------------------------------------------------------------------------------------------ CLI
+
+
+def test_script(tokenizer_dir, encoder, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
+    command = [sys.executable, str(REPO / "scripts" / "tokenize_dataset.py"), "--tokenizer", str(tokenizer_dir),
+               "--dataset", "json", "--data-files", str(data_file), "--split", "validation", "--text-column",
+               "text", "--num-proc", "2", "--out", str(tmp_path / "out"), "--no-progress"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert split_documents(load_tokens(tmp_path / "out", "validation"), 0, encoder) == DOCUMENTS
+
+    done = subprocess.run([*command[:-4], "--text-column", "body", "--out", str(tmp_path / "out2")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "tokenize_dataset.py: error: no column 'body' in the dataset; its columns are: text"]
+    assert not (tmp_path / "out2" / "validation.bin").exists()

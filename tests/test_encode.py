@@ -1,0 +1,466 @@
+"""Exactness of `hf_bpe.encode.Tokenizer` against tiktoken, HF tokenizers and a plain reference encoder."""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+import pickle
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+import regex
+import tiktoken
+import tokenizers
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hf_bpe.encode as encode_module
+from hf_bpe.encode import Tokenizer, _merge_by_scanning, _merge_with_heap
+from hf_bpe.errors import InputError
+from hf_bpe.gpt2_format import load_gpt2, save_gpt2
+from hf_bpe.pretokenize import GPT2_PATTERN, GPT2_REGEX
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GPT2_VOCAB = FIXTURES / "gpt2_vocab.json"
+GPT2_MERGES = FIXTURES / "gpt2_merges.txt"
+EOT = "<|endoftext|>"
+TEXT_FIXTURES = ["address.txt", "german.txt", "tinystories_sample.txt", "corpus.en"]
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# ------------------------------------------------------------------------------------------------ reference encoders
+
+
+@lru_cache(maxsize=None)
+def gpt2_tokenizer() -> Tokenizer:
+    return Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, special_tokens=[EOT])
+
+
+@lru_cache(maxsize=None)
+def gpt2_tokenizer_without_specials() -> Tokenizer:
+    return Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES)
+
+
+@lru_cache(maxsize=None)
+def tiktoken_encoding() -> tiktoken.Encoding:
+    vocab, _ = load_gpt2(GPT2_VOCAB, GPT2_MERGES)
+    ranks = {token: token_id for token_id, token in vocab.items() if token != EOT.encode()}
+    return tiktoken.Encoding("gpt2-offline", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
+                             special_tokens={EOT: 50256})
+
+
+@lru_cache(maxsize=None)
+def hf_tokenizer() -> tokenizers.Tokenizer:
+    model = tokenizers.models.BPE.from_file(str(GPT2_VOCAB), str(GPT2_MERGES))
+    tokenizer = tokenizers.Tokenizer(model)
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = tokenizers.decoders.ByteLevel()
+    tokenizer.add_special_tokens([EOT])
+    return tokenizer
+
+
+def reference_encode(text: str, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]],
+                     special_tokens: list[str]) -> list[int]:
+    """Plain BPE: split at special tokens (longest first), GPT-2 regex, then repeatedly merge the lowest-rank pair,
+    leftmost first."""
+    token_ids = {token: token_id for token_id, token in vocab.items()}
+    ranks: dict[tuple[bytes, bytes], int] = {}
+    for rank, pair in enumerate(merges):
+        ranks.setdefault(pair, rank)
+    ids: list[int] = []
+    ordered = sorted(special_tokens, key=len, reverse=True)
+    parts = regex.split("(" + "|".join(map(regex.escape, ordered)) + ")", text) if ordered else [text]
+    for index, part in enumerate(parts):
+        if index % 2:
+            ids.append(token_ids[part.encode()])
+            continue
+        for pretoken in GPT2_REGEX.findall(part):
+            word = [bytes([byte]) for byte in pretoken.encode()]
+            while len(word) > 1:
+                pair_ranks = [ranks.get(pair, len(merges)) for pair in zip(word, word[1:])]
+                best = min(pair_ranks)
+                if best == len(merges):
+                    break
+                position = pair_ranks.index(best)
+                word[position:position + 2] = [word[position] + word[position + 1]]
+            ids.extend(token_ids[token] for token in word)
+    return ids
+
+
+# ---------------------------------------------------------------------------------------------- adversarial text
+
+ADVERSARIAL_FRAGMENTS = [
+    " ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\xa0", "\u3000", "\u2028", "\u2029", "\x85",
+    "\u200b", "\u200d", "\u2060", "\ufeff", "\x1c", "\x1f", "\x00",
+    "a", "Z", "hello", " world", "ÄÖÜß", "é", "e\u0301", "n\u0303", "日本語", "中文", "한국어", "ไทย",
+    "שלום", "مرحبا", "\u200f", "Ελληνικά", "кириллица",
+    "0", "123", "٣٤٥", "४२", "①", "½", "²", "Ⅻ",
+    "'s", "'S", "'t", "'T", "'re", "'RE", "'Re", "'ve", "'VE", "'ll", "'LL", "'d", "'D", "'m", "'M", "'", "''",
+    "!", "?!", "...", "--", "(", ")", "{}", "\\", "\"", "#", "@", "_", "$1", "€", "·",
+    "😀", "👍🏽", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "\U0001F1FA\U0001F1F8", "\ud7ff", "\U00010000",
+    EOT, "<|endoftext|", "|endoftext|>", "<|", "|>", "<|endo", "endoftext", EOT + EOT,
+]
+
+adversarial_text = st.lists(
+    st.one_of(st.sampled_from(ADVERSARIAL_FRAGMENTS), st.text(max_size=6)), max_size=40).map("".join)
+
+
+# ------------------------------------------------------------------------------------------------------ exactness
+
+
+@pytest.mark.parametrize("name", TEXT_FIXTURES)
+def test_fixture_ids_equal_tiktoken_and_hf_tokenizers(name: str) -> None:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    ids = gpt2_tokenizer().encode(text)
+    assert ids == tiktoken_encoding().encode(text, allowed_special="all")
+    assert ids == hf_tokenizer().encode(text).ids
+    assert gpt2_tokenizer().decode(ids) == text
+    plain_ids = gpt2_tokenizer_without_specials().encode(text)
+    assert plain_ids == tiktoken_encoding().encode(text, disallowed_special=())
+
+
+def test_fixture_with_special_tokens_between_documents() -> None:
+    documents = (FIXTURES / "tinystories_sample.txt").read_text(encoding="utf-8").split("\n\n")
+    text = EOT.join(documents) + EOT + EOT
+    ids = gpt2_tokenizer().encode(text)
+    assert ids.count(50256) == text.count(EOT)
+    assert ids == tiktoken_encoding().encode(text, allowed_special="all")
+    assert gpt2_tokenizer().decode(ids) == text
+
+
+def test_empty_string() -> None:
+    assert gpt2_tokenizer().encode("") == []
+    assert list(gpt2_tokenizer().encode_iterable([])) == []
+    assert list(gpt2_tokenizer().encode_iterable(["", ""])) == []
+    assert gpt2_tokenizer().decode([]) == ""
+
+
+@FAST
+@given(adversarial_text)
+def test_adversarial_text_equals_tiktoken_and_hf_tokenizers(text: str) -> None:
+    ids = gpt2_tokenizer().encode(text)
+    assert ids == tiktoken_encoding().encode(text, allowed_special="all")
+    assert ids == hf_tokenizer().encode(text).ids
+    assert gpt2_tokenizer().decode(ids) == text
+
+
+@FAST
+@given(adversarial_text)
+def test_without_special_tokens_the_end_of_text_marker_is_ordinary_text(text: str) -> None:
+    ids = gpt2_tokenizer_without_specials().encode(text)
+    assert ids == tiktoken_encoding().encode(text, disallowed_special=())
+    assert 50256 not in ids
+    assert gpt2_tokenizer_without_specials().decode(ids) == text
+
+
+@FAST
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_pretoken_regex_equals_gpt2_regex(text: str) -> None:
+    assert encode_module._ASCII_PRETOKEN_REGEX.findall(text) == GPT2_REGEX.findall(text)
+
+
+def test_ascii_pretoken_regex_on_every_ascii_pair() -> None:
+    characters = [chr(code) for code in range(128)]
+    text = "".join(first + second + " " + first + "s'" + second for first in characters for second in characters)
+    assert encode_module._ASCII_PRETOKEN_REGEX.findall(text) == GPT2_REGEX.findall(text)
+
+
+# A random (untrained) merge list over a few letters: tokens may be unreachable, ranks arbitrary, so the merge order
+# rules (lowest rank first, leftmost first) are exercised far beyond what a trained vocab shows.
+@st.composite
+def random_bpe(draw: st.DrawFn) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    vocab = {byte: bytes([byte]) for byte in range(256)}
+    tokens = [b"a", b"b", b"c", b" ", b"\n"]
+    merges: list[tuple[bytes, bytes]] = []
+    for _ in range(draw(st.integers(0, 30))):
+        left, right = draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens))
+        merges.append((left, right))
+        if left + right not in tokens:
+            tokens.append(left + right)
+            vocab[len(vocab)] = left + right
+    return vocab, merges
+
+
+@FAST
+@given(random_bpe(), st.text(alphabet="abc \n<|>", max_size=60),
+       st.lists(st.sampled_from(["<|>", "<|", "a<|>", "|>"]), max_size=3, unique=True))
+def test_random_merges_equal_reference_encoder(bpe: tuple[dict[int, bytes], list[tuple[bytes, bytes]]], text: str,
+                                                special_tokens: list[str]) -> None:
+    vocab, merges = bpe
+    tokenizer = Tokenizer(vocab, merges, special_tokens)
+    full_vocab = dict(tokenizer.vocab)
+    assert tokenizer.encode(text) == reference_encode(text, full_vocab, merges, special_tokens)
+    assert tokenizer.decode(tokenizer.encode(text)) == text
+
+
+@FAST
+@given(st.lists(st.integers(0, 5), max_size=200), st.randoms(use_true_random=False))
+def test_heap_merge_equals_scanning_merge(ids: list[int], rng: random.Random) -> None:
+    pairs = [(left, right) for left in range(8) for right in range(8)]
+    rng.shuffle(pairs)
+    pair_ranks: dict[tuple[int, int], int] = {}
+    merged_ids: list[int] = []
+    for rank, pair in enumerate(pairs[:20]):
+        pair_ranks[pair] = rank
+        merged_ids.append(rng.randrange(8))
+    assert _merge_with_heap(list(ids), pair_ranks, merged_ids) == _merge_by_scanning(list(ids), pair_ranks,
+                                                                                     merged_ids)
+
+
+def test_longest_special_token_wins_when_special_tokens_overlap() -> None:
+    double = EOT + EOT
+    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, special_tokens=[EOT, double])
+    double_id = tokenizer.token_to_id(double)
+    assert double_id == 50257
+    assert tokenizer.encode(EOT * 3) == [double_id, 50256]
+    assert tokenizer.encode("a" + double + "b") == [64, double_id, 65]
+    assert tokenizer.decode(tokenizer.encode(EOT * 3)) == EOT * 3
+
+
+def test_special_tokens_missing_from_vocab_get_new_ids_at_the_end() -> None:
+    vocab = {byte: bytes([byte]) for byte in range(256)}
+    tokenizer = Tokenizer(vocab, [], special_tokens=["<pad>", "<s>", "a"])
+    assert tokenizer.vocab_size == 258
+    assert tokenizer.token_to_id("<pad>") == 256 and tokenizer.token_to_id("<s>") == 257
+    assert tokenizer.token_to_id("a") == 97
+    assert tokenizer.encode("<s>xa<pad>") == [257, 120, 97, 256]
+    assert tokenizer.id_to_token(257) == b"<s>"
+    assert tokenizer.special_tokens == ("<pad>", "<s>", "a")
+
+
+def test_trained_tokenizer_round_trips() -> None:
+    from hf_bpe.train import train_bpe_from_counts
+
+    text = (FIXTURES / "tinystories_sample.txt").read_text(encoding="utf-8")
+    counts: dict[bytes, int] = {}
+    for pretoken in GPT2_REGEX.findall(text):
+        counts[pretoken.encode()] = counts.get(pretoken.encode(), 0) + 1
+    vocab, merges = train_bpe_from_counts(counts, 400, [EOT])
+    tokenizer = Tokenizer(vocab, merges, [EOT])
+    assert tokenizer.vocab_size == 400
+    sample = text[:2000] + EOT + "Ünïcödé 日本 text\r\n  "
+    ids = tokenizer.encode(sample)
+    assert ids == reference_encode(sample, vocab, merges, [EOT])
+    assert tokenizer.decode(ids) == sample
+    assert len(ids) < len(sample.encode())
+
+
+def test_gpt2_files_round_trip_through_save_gpt2(tmp_path: Path) -> None:
+    vocab, merges = load_gpt2(GPT2_VOCAB, GPT2_MERGES)
+    save_gpt2(vocab, merges, tmp_path, special_tokens=[EOT])
+    tokenizer = Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", [EOT])
+    text = (FIXTURES / "german.txt").read_text(encoding="utf-8") + EOT
+    assert tokenizer.encode(text) == gpt2_tokenizer().encode(text)
+
+
+# ------------------------------------------------------------------------------------------------- encode_iterable
+
+
+@FAST
+@given(adversarial_text, st.lists(st.integers(0, 400), max_size=12), st.integers(1, 24))
+def test_encode_iterable_equals_encode_for_any_chunking(text: str, cuts: list[int], window: int) -> None:
+    cuts = sorted({cut % (len(text) + 1) for cut in cuts})
+    chunks = [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)])]
+    tokenizer = gpt2_tokenizer()
+    original_window = encode_module._STREAM_WINDOW
+    encode_module._STREAM_WINDOW = window  # tiny windows make the cut logic run many times on short text
+    try:
+        assert list(tokenizer.encode_iterable(chunks)) == tokenizer.encode(text)
+        assert list(tokenizer.encode_iterable(iter(text))) == tokenizer.encode(text)
+        plain = gpt2_tokenizer_without_specials()
+        assert list(plain.encode_iterable(chunks)) == plain.encode(text)
+    finally:
+        encode_module._STREAM_WINDOW = original_window
+
+
+@pytest.mark.parametrize("name", TEXT_FIXTURES)
+def test_encode_iterable_over_a_file_equals_encode(name: str, tmp_path: Path) -> None:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    tokenizer = gpt2_tokenizer()
+    with open(FIXTURES / name, encoding="utf-8", newline="") as file:
+        assert list(tokenizer.encode_iterable(file)) == tokenizer.encode(text)
+    # One chunk much larger than the window, cut into windows inside encode_iterable.
+    big = (text + EOT) * (2 * encode_module._STREAM_WINDOW // len(text) + 2)
+    assert list(tokenizer.encode_iterable([big])) == tokenizer.encode(big)
+
+
+def test_encode_iterable_streams_a_large_file_in_bounded_memory(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    words = ["the", "cat", "sat", "on", "mat", "Ünïcödé", "日本語", "12", "it's", "!", "\n", "  ", EOT]
+    lines = [" ".join(rng.choice(words) for _ in range(20)) + "\n" for _ in range(60_000)]
+    path = tmp_path / "big.txt"
+    path.write_text("".join(lines), encoding="utf-8")
+    assert path.stat().st_size > 5_000_000
+    expected = hashlib.sha256(array("I", gpt2_tokenizer().encode(path.read_text(encoding="utf-8"))).tobytes())
+    script = textwrap.dedent(f"""
+        import hashlib, resource
+        from array import array
+        from hf_bpe.encode import Tokenizer
+        tokenizer = Tokenizer.from_files({str(GPT2_VOCAB)!r}, {str(GPT2_MERGES)!r}, [{EOT!r}])
+        tokenizer.encode("warm up the caches: the cat sat on the mat " * 10)
+        with open("/proc/self/statm") as statm:
+            current = int(statm.read().split()[0]) * resource.getpagesize()
+        limit = current + 40 * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        digest = hashlib.sha256()
+        ids = array("I")
+        with open({str(path)!r}, encoding="utf-8") as file:
+            for token_id in tokenizer.encode_iterable(file):
+                ids.append(token_id)
+                if len(ids) == 4096:
+                    digest.update(ids.tobytes())
+                    ids = array("I")
+        digest.update(ids.tobytes())
+        print(digest.hexdigest())
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=Path(__file__).parent.parent)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- pathological input
+
+
+@pytest.mark.parametrize("text", ["a" * 1_000_000, " " * 1_000_000, "漢" * 333_334, "\n" * 500_000 + "x"],
+                         ids=["letters", "spaces", "cjk", "newlines"])
+def test_pathological_runs_finish_in_seconds(text: str) -> None:
+    tokenizer = gpt2_tokenizer()
+    start = time.perf_counter()
+    ids = tokenizer.encode(text)
+    assert time.perf_counter() - start < 30
+    assert tokenizer.decode(ids) == text
+    sample = text[:3000] + text[-1]
+    assert tokenizer.encode(sample) == tiktoken_encoding().encode(sample)
+
+
+def test_long_run_equals_hf_tokenizers() -> None:
+    text = "ab" * 50_000 + " " + "漢字" * 20_000
+    assert gpt2_tokenizer().encode(text) == hf_tokenizer().encode(text).ids
+
+
+# ---------------------------------------------------------------------------------------------- API and bad input
+
+
+def test_encode_batch_equals_encode_serial_and_in_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [(FIXTURES / name).read_text(encoding="utf-8") for name in TEXT_FIXTURES] + ["", EOT, "x"]
+    tokenizer = gpt2_tokenizer()
+    expected = [tokenizer.encode(text) for text in texts]
+    assert tokenizer.encode_batch(texts, num_workers=1) == expected
+    monkeypatch.setattr(encode_module, "_MIN_PARALLEL_LENGTH", 0)
+    assert tokenizer.encode_batch(texts, num_workers=2) == expected
+    with pytest.raises(TypeError, match="str"):
+        tokenizer.encode_batch(["a", b"b"])  # type: ignore[list-item]
+
+
+def test_token_lookups_and_read_only_views() -> None:
+    tokenizer = gpt2_tokenizer()
+    assert tokenizer.vocab_size == 50257
+    assert tokenizer.token_to_id(" the") == 262 == tokenizer.token_to_id(b" the")
+    assert tokenizer.token_to_id("not a token at all") is None
+    assert tokenizer.id_to_token(262) == b" the"
+    assert tokenizer.token_to_id(EOT) == 50256
+    with pytest.raises(TypeError):
+        tokenizer.vocab[0] = b"x"  # type: ignore[index]
+    assert tokenizer.merges[0] == (b" ", b"t")
+    with pytest.raises(ValueError, match="99999"):
+        tokenizer.id_to_token(99999)
+
+
+def test_decode_replaces_invalid_utf8_and_rejects_unknown_ids() -> None:
+    tokenizer = gpt2_tokenizer()
+    partial = tokenizer.encode("日")[:1]
+    assert tokenizer.decode(partial) == "\ufffd"
+    with pytest.raises(ValueError, match="unknown token id 50257"):
+        tokenizer.decode([262, 50257])
+    with pytest.raises(ValueError, match="unknown token id -1"):
+        tokenizer.decode(iter([-1]))
+
+
+def test_encode_rejects_non_strings() -> None:
+    with pytest.raises(TypeError, match="bytes"):
+        gpt2_tokenizer().encode(b"abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="int"):
+        list(gpt2_tokenizer().encode_iterable(["a", 3]))  # type: ignore[list-item]
+
+
+def test_vocab_json_that_is_not_json(tmp_path: Path) -> None:
+    vocab_path = tmp_path / "vocab.json"
+    vocab_path.write_text('{"a": 0,\n "b": }\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"vocab\.json.*line 2"):
+        Tokenizer.from_files(vocab_path, GPT2_MERGES)
+
+
+def test_vocab_json_with_duplicate_ids(tmp_path: Path) -> None:
+    vocab_path = tmp_path / "vocab.json"
+    vocab_path.write_text('{\n"a": 0,\n"b": 1,\n"c": 1\n}\n', encoding="utf-8")
+    merges_path = tmp_path / "merges.txt"
+    merges_path.write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match=r"vocab\.json: line 4: id 1 is used twice"):
+        Tokenizer.from_files(vocab_path, merges_path)
+
+
+def test_merge_whose_parts_or_result_are_not_in_the_vocab(tmp_path: Path) -> None:
+    vocab = {byte: bytes([byte]) for byte in range(256)} | {256: b"ab"}
+    save_gpt2(vocab, [(b"a", b"b")], tmp_path)
+    merges_path = tmp_path / "merges.txt"
+    merges_path.write_text("#version: 0.2\na b\n\nb c\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"merges\.txt: line 4: .*b'bc' is not in the vocab"):
+        Tokenizer.from_files(tmp_path / "vocab.json", merges_path)
+    merges_path.write_text("a b\nab ab\nabab x\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"merges\.txt: line 2: .*b'abab' is not in the vocab"):
+        Tokenizer.from_files(tmp_path / "vocab.json", merges_path)
+
+
+def test_constructor_rejects_bad_vocab_and_merges() -> None:
+    vocab = {byte: bytes([byte]) for byte in range(256)}
+    with pytest.raises(ValueError, match="twice"):
+        Tokenizer(vocab | {256: b"a"}, [])
+    with pytest.raises(ValueError, match="merge 0"):
+        Tokenizer(vocab, [(b"a", b"b")])
+
+
+def test_missing_byte_in_vocab_is_reported_when_encoding() -> None:
+    tokenizer = Tokenizer({0: b"a", 1: b"b", 2: b"ab"}, [(b"a", b"b")])
+    assert tokenizer.encode("abab") == [2, 2]
+    with pytest.raises(ValueError, match="0x63"):
+        tokenizer.encode("abc")
+
+
+# ------------------------------------------------------------------------------------------------------- pickling
+
+
+def test_pickle_excludes_caches_and_is_stable_across_encoding() -> None:
+    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [EOT])
+    before = pickle.dumps(tokenizer)
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
+    ids = tokenizer.encode(text)
+    assert len(tokenizer._piece_cache) > 0
+    after = pickle.dumps(tokenizer)
+    assert before == after
+    restored = pickle.loads(after)
+    assert len(restored._piece_cache) == 0
+    assert restored.encode(text) == ids
+    assert pickle.dumps(restored) == before
+
+
+def test_cache_stays_bounded() -> None:
+    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES)
+    tokenizer.max_cache_entries = 50
+    tokenizer._build()
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
+    assert tokenizer.encode(text) == gpt2_tokenizer_without_specials().encode(text)
+    assert len(tokenizer._piece_cache) <= 50 and len(tokenizer._pretoken_cache) <= 50
+
+
+def test_decode_accepts_any_iterable() -> None:
+    tokenizer = gpt2_tokenizer()
+    ids = tokenizer.encode("Hello world")
+    assert tokenizer.decode(iter(ids)) == tokenizer.decode(tuple(ids)) == "Hello world"

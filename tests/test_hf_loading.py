@@ -1,0 +1,227 @@
+"""Every way of loading a saved directory gives the same ids, each loader in a fresh process.
+
+The five loaders: (1) `AutoTokenizer.from_pretrained(dir)` with hf_bpe unimportable, (2) `tokenizers.Tokenizer.from_file`,
+(3) `HFBPETokenizer.from_pretrained`, (4) `AutoTokenizer.from_pretrained(dir, trust_remote_code=True)`, (5)
+`hf_bpe.Tokenizer.from_files`. Each runs in its own long-lived subprocess that answers encode requests over a pipe,
+so hypothesis can send many examples cheaply. The interpreter is `$HF_BPE_PYTHON` if set (`.ci/transformers4.sh`
+points it at a transformers 4 venv), else this one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_bpe.gpt2_format import load_gpt2
+from hf_bpe.hf_export import save_tokenizer_directory
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_hf_tokenizer import adversarial_text  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+PYTHON = os.environ.get("HF_BPE_PYTHON", sys.executable)
+EOT = "<|endoftext|>"
+LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe")
+
+LOADER_SCRIPT = r'''
+import json, sys, traceback
+loader, directories, specials = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+if loader == "auto":
+    sys.modules["hf_bpe"] = None  # proves AutoTokenizer needs no hf_bpe
+
+def load(directory, special_tokens):
+    if loader == "tokenizers":
+        import tokenizers
+        tok = tokenizers.Tokenizer.from_file(directory + "/tokenizer.json")
+        return tok, lambda texts: [encoding.ids for encoding in tok.encode_batch(texts)]
+    if loader == "hf_bpe":
+        from hf_bpe import Tokenizer
+        tok = Tokenizer.from_files(directory + "/vocab.json", directory + "/merges.txt", special_tokens)
+        return tok, lambda texts: [tok.encode(text) for text in texts]
+    if loader == "hf_bpe_class":
+        from hf_bpe import HFBPETokenizer
+        tok = HFBPETokenizer.from_pretrained(directory)
+    else:
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(directory, trust_remote_code=loader == "remote_code")
+    return tok, lambda texts: tok(texts)["input_ids"]
+
+try:
+    loaded = [load(directory, special_tokens) for directory, special_tokens in zip(directories, specials)]
+    print(json.dumps({"classes": [type(tok).__name__ for tok, _ in loaded],
+                      "hf_bpe_imported": sys.modules.get("hf_bpe") is not None}), flush=True)
+except Exception:
+    print(json.dumps({"error": traceback.format_exc()}), flush=True)
+    sys.exit(1)
+for line in sys.stdin:
+    request = json.loads(line)
+    try:
+        print(json.dumps({"ids": loaded[request["directory"]][1](request["texts"])}), flush=True)
+    except Exception:
+        print(json.dumps({"error": traceback.format_exc()}), flush=True)
+'''
+
+
+def subprocess_env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp / "modules"), TRANSFORMERS_VERBOSITY="error",
+               TOKENIZERS_PARALLELISM="false", PYTHONIOENCODING="utf-8")
+    return env
+
+
+class Loader:
+    """One loader in a subprocess: `encode(directory_index, texts)` returns its ids."""
+
+    def __init__(self, name: str, directories: list[Path], specials: list[list[str]], tmp: Path) -> None:
+        self.name = name
+        self.process = subprocess.Popen(
+            [PYTHON, "-c", LOADER_SCRIPT, name, json.dumps([str(d) for d in directories]), json.dumps(specials)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8", cwd=tmp,
+            env=subprocess_env(tmp))
+
+    def handshake(self) -> dict:
+        return self._answer()
+
+    def encode(self, directory: int, texts: list[str]) -> list[list[int]]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"directory": directory, "texts": texts}) + "\n")
+        self.process.stdin.flush()
+        return self._answer()["ids"]
+
+    def _answer(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise AssertionError(f"loader {self.name} exited with code {self.process.wait()}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise AssertionError(f"loader {self.name} failed:\n{answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hf_loading")
+
+
+@pytest.fixture(scope="module")
+def directories(workdir: Path) -> list[tuple[Path, list[str]]]:
+    """Three saved tokenizers: trained (500 tokens), GPT-2 (50k), and trained with overlapping special tokens."""
+    reference = load_gpt2(FIXTURES / "train-bpe-reference-vocab.json", FIXTURES / "train-bpe-reference-merges.txt")
+    gpt2 = load_gpt2(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt")
+    many = ["<|endoftext|>", "<|end|>", "<pad>", "<|im_start|>"]
+    many_vocab = {**reference[0], **{500 + i: token.encode() for i, token in enumerate(many[1:])}}
+    result = []
+    for name, (vocab, merges), specials in [("reference", reference, [EOT]), ("gpt2", gpt2, [EOT]),
+                                            ("many_specials", (many_vocab, reference[1]), many)]:
+        result.append((save_tokenizer_directory(workdir / name, vocab, merges, specials), specials))
+    return result
+
+
+@pytest.fixture(scope="module")
+def loaders(directories, workdir: Path) -> Iterator[dict[str, Loader]]:
+    paths = [path for path, _ in directories]
+    specials = [special_tokens for _, special_tokens in directories]
+    started = {name: Loader(name, paths, specials, workdir) for name in LOADERS}
+    try:
+        handshakes = {name: loader.handshake() for name, loader in started.items()}
+        started_with = {name: handshake for name, handshake in handshakes.items()}
+        Loader.handshakes = started_with  # type: ignore[attr-defined]
+        yield started
+    finally:
+        for loader in started.values():
+            loader.close()
+
+
+def encode_everywhere(loaders: dict[str, Loader], directory: int, texts: list[str]) -> dict[str, list[list[int]]]:
+    return {name: loader.encode(directory, texts) for name, loader in loaders.items()}
+
+
+def assert_all_equal(results: dict[str, list[list[int]]], texts: list[str]) -> None:
+    expected = results["tokenizers"]
+    for name, ids in results.items():
+        for index, (got, want) in enumerate(zip(ids, expected)):
+            assert got == want, f"{name} differs from tokenizers on text {index}: {texts[index]!r}: {got} != {want}"
+        assert len(ids) == len(expected)
+
+
+def test_loaders_give_the_expected_classes(loaders) -> None:
+    handshakes = Loader.handshakes  # type: ignore[attr-defined]
+    assert set(handshakes["auto"]["classes"]) <= {"PreTrainedTokenizerFast", "TokenizersBackend"}
+    assert handshakes["auto"]["hf_bpe_imported"] is False
+    assert set(handshakes["hf_bpe_class"]["classes"]) == {"HFBPETokenizer"}
+    assert set(handshakes["remote_code"]["classes"]) == {"HFBPETokenizer"}
+    assert set(handshakes["hf_bpe"]["classes"]) == {"Tokenizer"}
+
+
+def fixture_texts() -> list[str]:
+    texts = [(FIXTURES / name).read_text(encoding="utf-8")
+             for name in ("corpus.en", "address.txt", "german.txt", "tinystories_sample.txt")]
+    texts += (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(EOT)
+    texts.append((FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8")[:20000])  # with special tokens
+    return texts
+
+
+@pytest.mark.parametrize("directory", [0, 1, 2], ids=["reference", "gpt2", "many_specials"])
+def test_fixture_texts_give_the_same_ids_everywhere(loaders, directory: int) -> None:
+    texts = fixture_texts()
+    assert_all_equal(encode_everywhere(loaders, directory, texts), texts)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(texts=st.lists(adversarial_text(), min_size=1, max_size=20), directory=st.sampled_from([0, 1, 2]))
+def test_adversarial_texts_give_the_same_ids_everywhere(loaders, texts: list[str], directory: int) -> None:
+    assert_all_equal(encode_everywhere(loaders, directory, texts), texts)
+
+
+def test_remote_code_without_hf_bpe_installed_explains_what_to_do(directories, workdir: Path) -> None:
+    script = ("import sys; sys.modules['hf_bpe'] = None\n"
+              "from transformers import AutoTokenizer\n"
+              f"AutoTokenizer.from_pretrained({str(directories[0][0])!r}, trust_remote_code=True)\n")
+    result = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, cwd=workdir,
+                            env=subprocess_env(workdir), timeout=120)
+    assert result.returncode != 0
+    assert "ImportError: This tokenizer directory was written by hf_bpe" in result.stderr
+    assert "pip install hf_bpe" in result.stderr
+
+
+def test_crosscheck_script_agrees_and_reports_a_mismatch(directories, workdir: Path) -> None:
+    directory = directories[0][0]
+    sample = FIXTURES / "hf_corpora_sample.txt"
+    command = [PYTHON, str(REPO / "scripts" / "crosscheck.py"), str(directory), str(sample), str(FIXTURES / "german.txt")]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=subprocess_env(workdir),
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "39 documents" in result.stdout and "all 4 encoders agree" in result.stdout
+
+    # A tokenizer.json whose merges are out of order encodes differently from vocab.json + merges.txt.
+    broken = workdir / "broken"
+    broken.mkdir()
+    for path in directory.iterdir():
+        (broken / path.name).write_bytes(path.read_bytes())
+    content = json.loads((broken / "tokenizer.json").read_text(encoding="utf-8"))
+    merges = content["model"]["merges"]
+    merges[0], merges[1] = merges[1], merges[0]
+    (broken / "tokenizer.json").write_text(json.dumps(content), encoding="utf-8")
+    command[2] = str(broken)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=subprocess_env(workdir),
+                            timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "MISMATCH in document 0" in result.stdout
+    assert "tokenizers" in result.stdout
