@@ -3,11 +3,11 @@
 #
 # The venv lives in .venv-tf4 in the repo root (git-ignored) and is reused by later runs: it is rebuilt only when this
 # script's requirements change. The repo is installed in it editable, so a rerun tests the current code.
-# Usage: bash .ci/transformers4.sh [extra pytest args]
+# Usage: bash .ci/transformers4.sh [extra pytest args]   (HF_BPE_TF4_VENV overrides the venv location)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$repo/.venv-tf4"
+venv="${HF_BPE_TF4_VENV:-$repo/.venv-tf4}"
 python="${PYTHON:-python3}"
 requirements=(
     "transformers>=4.57,<5" "tokenizers" "datasets" "regex" "numpy" "tqdm"
@@ -20,8 +20,13 @@ if [[ ! -x "$venv/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$wanted"
     echo "transformers4.sh: creating $venv"
     rm -rf "$venv"
     "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${requirements[@]}"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e "$repo"
+    log="$venv/pip.log"
+    if ! { "$venv/bin/python" -m pip install --disable-pip-version-check "${requirements[@]}" &&
+           "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps -e "$repo"; } > "$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        echo "transformers4.sh: pip install failed (full log: $log)" >&2
+        exit 1
+    fi
     printf '%s' "$wanted" > "$stamp"
 fi
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hf_bpe.cli import TRAINING_INFO_FILE  # hf_bpe_training.json, written by `hf-bpe train`
 from hf_bpe.errors import InputError
 
-TRAINING_INFO_FILE = "hf_bpe_training.json"  # written by `hf-bpe train` next to the tokenizer files
 UNKNOWN = "unknown"
 LIBRARY_NAME = "transformers"
 TAGS = ("tokenizer", "bpe", "hf_bpe")
@@ -91,18 +91,23 @@ def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequen
     from hf_bpe.encode import Tokenizer
     from hf_bpe.hf_export import load_tokenizer_directory
 
+    for code in language:
+        if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
+            raise InputError(f"--language {code!r} is not a language code such as en, de or zh-Hans")
     directory = Path(directory)
     vocab, merges, special_tokens = load_tokenizer_directory(directory)
     tokenizer = Tokenizer(vocab, merges, special_tokens)
     info = read_training_info(directory) if training_info is None else training_info
     compressions = [measure_compression(tokenizer, corpus) for corpus in eval_corpora]
+    num_byte_tokens = sum(len(token) == 1 for token in vocab.values())
+    coverage = ("Any text encodes (there is no unknown token) and decodes back exactly." if num_byte_tokens == 256
+                else "Some bytes have no token, so not every text can be encoded.")
     sections = [
         _yaml_header(language),
         f"# {title or 'Byte-level BPE tokenizer'}\n\n"
-        f"A GPT-2 style byte-level BPE tokenizer with {len(vocab):,} tokens, trained with "
-        f"hf_bpe: 256 byte tokens, {len(merges):,} merges and "
-        f"{len(special_tokens)} special token{'s' if len(special_tokens) != 1 else ''}. Any text encodes (there is no "
-        f"unknown token) and decodes back exactly.",
+        f"A GPT-2 style byte-level BPE tokenizer with {len(vocab):,} tokens, trained with hf_bpe: "
+        f"{num_byte_tokens} byte tokens, {len(merges):,} merges and {len(special_tokens)} special "
+        f"token{'s' if len(special_tokens) != 1 else ''}. {coverage}",
         _training_section(directory, info, tokenizer, special_tokens),
         _compression_section(compressions, info),
         _examples_section(tokenizer, language),
@@ -125,11 +130,13 @@ def read_training_info(directory: str | os.PathLike[str]) -> dict[str, Any]:
     return info
 
 
-def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], batch_size: int = 256) -> Compression:
+def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], chunk_chars: int = 4_000_000
+                        ) -> Compression:
     """Encode a UTF-8 text file with `tokenizer` (an `hf_bpe.Tokenizer`) and count bytes and tokens.
 
-    The file is cut at special tokens, where encoding splits anyway, so the count equals `len(tokenizer.encode(text))`
-    while only one batch of documents' ids is alive at a time.
+    The file is cut at special tokens, where encoding splits anyway, so the count equals `len(tokenizer.encode(text))`;
+    the documents go to `encode_batch` (all cores) in chunks of about `chunk_chars` characters, so only one chunk's
+    ids are alive at a time.
     """
     from hf_bpe.pretokenize import special_tokens_regex, split_keeping_special_tokens
 
@@ -145,10 +152,16 @@ def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], batch_si
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
     parts = split_keeping_special_tokens(text, special_tokens_regex(tokenizer.special_tokens))
-    documents, num_specials = parts[::2], len(parts) // 2
-    num_tokens = num_specials
-    for start in range(0, len(documents), batch_size):
-        num_tokens += sum(len(ids) for ids in tokenizer.encode_batch(documents[start:start + batch_size]))
+    num_tokens = len(parts) // 2  # the special tokens, one token each
+    documents = parts[::2]
+    start = 0
+    while start < len(documents):
+        end, length = start, 0
+        while end < len(documents) and length < chunk_chars:
+            length += len(documents[end])
+            end += 1
+        num_tokens += sum(len(ids) for ids in tokenizer.encode_batch(documents[start:end]))
+        start = end
     return Compression(path, len(data), num_tokens)
 
 
@@ -173,9 +186,6 @@ def show_tokens(tokenizer: Any, text: str) -> str:
 def _yaml_header(language: Sequence[str]) -> str:
     from huggingface_hub import ModelCardData
 
-    for code in language:
-        if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
-            raise InputError(f"--language {code!r} is not a language code such as en, de or zh-Hans")
     metadata = ModelCardData(language=list(language) or None, library_name=LIBRARY_NAME, tags=list(TAGS))
     return f"---\n{metadata.to_yaml()}\n---"
 

@@ -1,6 +1,8 @@
 """The `hf-bpe` command line.
 
     hf-bpe train [INPUT ...] --out DIR        train on text files (default: a small corpus shipped in the package)
+    hf-bpe tokenize-dataset --tokenizer DIR --dataset NAME_OR_PATH --split S --out OUT   write OUT/S.bin token arrays
+    hf-bpe card DIR [--eval-corpus F ...]     (re)write the model card of a tokenizer directory
 
 Every user error (a missing file, invalid UTF-8, an existing output directory) is one line on stderr and exit code 2;
 nothing half-written is left behind.
@@ -58,10 +60,32 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a byte-level BPE tokenizer (GPT-2 pre-tokenization) on text files and save a directory that "
                     "loads with AutoTokenizer.from_pretrained, tokenizers.Tokenizer.from_file and "
                     "hf_bpe.HFBPETokenizer.from_pretrained.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_train_arguments(train)
     train.set_defaults(run=run_train)
+
+    from hf_bpe.card import add_card_arguments, run_card
+    from hf_bpe.data import add_tokenize_dataset_arguments, run_tokenize_dataset
+
+    tokenize = commands.add_parser(
+        "tokenize-dataset",
+        help="tokenize a HuggingFace dataset into a flat uint16/uint32 token array (OUT/SPLIT.bin + SPLIT.json)",
+        description="Encode every document of a dataset split with an hf_bpe tokenizer directory and write the ids, "
+                    "each document followed by the end-of-text id, to OUT/SPLIT.bin (nanoGPT style), with metadata "
+                    "in OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_tokenize_dataset_arguments(tokenize)
+    tokenize.set_defaults(run=run_tokenize_dataset)
+
+    card = commands.add_parser(
+        "card",
+        help="write the model card (README.md) of a tokenizer directory",
+        description="Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "
+                    "compression (bytes per token) on evaluation corpora, example tokenizations, how to load it.",
+    )
+    add_card_arguments(card)
+    card.set_defaults(run=run_card)
     return parser
 
 
@@ -73,7 +97,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory to write (vocab.json, merges.txt, tokenizer.json, tokenizer_config.json, "
                              "model card); it must not exist or be empty unless --force is given")
     parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE, metavar="N",
-                        help="final vocabulary size, counting the 256 byte tokens and the special tokens")
+                        help="final vocabulary size, counting the 256 byte tokens and the special tokens "
+                             "(default: %(default)s)")
     parser.add_argument("--special-token", action="append", dest="special_tokens", metavar="TOK",
                         help="a special token: splits documents, never merged, gets an id after the merges; "
                              "repeat for several (the first is the end-of-text token). "
@@ -82,7 +107,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes for pre-tokenization (default: all cores)")
     parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
-                        help="what to do with invalid UTF-8: stop with the byte offset, or replace with U+FFFD")
+                        help="what to do with invalid UTF-8: stop and name the byte offset (strict, the default), or "
+                             "replace bad bytes with U+FFFD")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
     parser.add_argument("--no-progress", action="store_true", help="do not show progress bars")
 

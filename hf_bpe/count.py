@@ -10,11 +10,10 @@ How it is fast (each step is differential-tested against that reference in tests
 * Text is cut into *pieces* with one C-level `re.findall` (`hf_bpe.pretokenize.split_into_pieces`): no pre-token
   crosses a piece, so pieces are counted with `collections.Counter` (in C) and the slow GPT-2 regex runs only on the
   distinct pieces, each pre-token's count being the sum of its pieces' counts.
-* Even the distinct pieces are not pre-tokenized one call at a time: pieces of the form " word" are joined into one
-  string and pre-tokenized with one call (a space before non-whitespace is always a safe cut, so joining changes
-  nothing, and each piece's first pre-token is the only one starting with a space); pieces without a leading space
-  are joined with "\\n" separators, which become pre-tokens of their own. ASCII pieces use `GPT2_ASCII_REGEX` (stdlib
-  `re`, about twice as fast as `regex`).
+* Even the distinct pieces are not pre-tokenized one call at a time: pieces seen equally often are pre-tokenized
+  together with one regex call on their concatenation (joining at a space before non-whitespace, or with a "\\n"
+  separator, changes no pre-token), and the result is counted by `Counter.update` in C, repeated that many times.
+  ASCII pieces use `GPT2_ASCII_REGEX` (stdlib `re`, about twice as fast as `regex`).
 * Files are split into chunks of about `chunk_bytes` at safe cuts found by the parent (`find_chunk_boundaries`), and
   worker processes each pull chunks from a queue, read their own byte range, and add its pieces to one piece count per
   worker. Each worker converts its piece counts to pre-token counts once, at the end, so no distinct piece is
@@ -48,6 +47,9 @@ from hf_bpe.pretokenize import (
 PathArg = Union[str, "os.PathLike[str]"]
 
 DEFAULT_CHUNK_BYTES = 1 << 20
+# With the default num_workers, less input than this is counted in this process: starting a worker (a new
+# interpreter importing hf_bpe) costs about as much as counting a few megabytes.
+MIN_PARALLEL_BYTES = 4 << 20
 # Texts from an iterable are sent to the workers in batches of about this many characters.
 BATCH_CHARS = 1 << 20
 
@@ -60,6 +62,9 @@ _SPACE_CUT = re.compile(
 )
 _CUT_LOOKAHEAD = 4
 _CUT_WINDOW = 1 << 12
+# Pieces seen at most this often are pre-tokenized in groups by count (see `PieceCounter.pretoken_counts`).
+_REPEAT_LIMIT = 8
+_SEPARATOR = "\n"
 
 
 def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Counter[bytes]:
@@ -82,18 +87,20 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
                              chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: bool | None = None) -> Counter[bytes]:
     """Pre-token counts of UTF-8 text files, read in chunks by `num_workers` processes (default: all cores).
 
-    `num_workers=1` counts in this process. `errors="replace"` decodes invalid UTF-8 as U+FFFD; with the default
-    "strict", invalid UTF-8 raises `InputError` naming the file and the byte offset of the first bad byte. An empty
-    file among others is skipped; if every file is empty, that is an `InputError`. `progress=None` shows a tqdm bar
-    (bytes processed) when stderr is a terminal.
+    `num_workers=1` counts in this process, as does the default for less than `MIN_PARALLEL_BYTES` of input.
+    `errors="replace"` decodes invalid UTF-8 as U+FFFD; with the default "strict", invalid UTF-8 raises `InputError`
+    naming the file and the byte offset of the first bad byte. An empty file among others is skipped; if every file
+    is empty, that is an `InputError`. `progress=None` shows a tqdm bar (bytes processed) when stderr is a terminal.
 
     Memory is bounded by the chunk size, not the file size (see `find_chunk_boundaries`): only text with no safe cut
-    at all, such as megabytes without a space or a special token, makes a chunk grow past `chunk_bytes`.
+    at all, such as megabytes without a space or a special token, makes a chunk grow past `chunk_bytes`. Worker
+    processes are started with "spawn", which re-imports the main script: guard it with `if __name__ == "__main__":`.
     """
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
     path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     sizes = _check_input_files(path_list)
@@ -104,6 +111,8 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
             with open(path, "rb") as file:
                 boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes)
             tasks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
+    if num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES:
+        num_workers = 1  # starting worker processes would take longer than counting
     with _progress_bar(progress, total=sum(sizes), unit="B", unit_scale=True) as bar:
         return _count_tasks(tasks, _FileTask(specials, errors), num_workers, bar)
 
@@ -115,6 +124,7 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches are sent to `num_workers` processes
     (default: all cores) while the iterable is consumed; input that fits in one batch is counted in this process.
     """
+    _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
     total = len(texts) if hasattr(texts, "__len__") else None  # type: ignore[arg-type]
     batches = _batches(texts)
@@ -133,11 +143,11 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
     """Byte offsets [0, ..., size] that cut a file into chunks of about `chunk_bytes` that can be counted alone.
 
     Each cut is the first safe position at or after the next multiple of `chunk_bytes`: the start of a
-    special-token occurrence, or a space followed by a non-whitespace character, and never strictly inside any
-    special-token occurrence (special tokens may contain spaces and occurrences may overlap). Such a cut is a
-    document boundary or a place where pre-tokenization can be cut (`hf_bpe.pretokenize`, fact 1), and it never splits
-    a UTF-8 character. Text with no safe cut at all (no space, no special token) makes the chunk grow until one is
-    found or the file ends.
+    special-token occurrence, or a space followed by a non-whitespace character that does not start a special token,
+    and never strictly inside any special-token occurrence (special tokens may contain spaces and occurrences may
+    overlap). Such a cut is a document boundary or a place where pre-tokenization can be cut (`hf_bpe.pretokenize`,
+    fact 1), and it never splits a UTF-8 character. Text with no safe cut at all (no space, no special token) makes
+    the chunk grow until one is found or the file ends.
 
     >>> import io
     >>> data = b"one two three four"
@@ -188,45 +198,59 @@ class PieceCounter:
 
     def pretoken_counts(self) -> Counter[bytes]:
         """The pre-token counts of everything added so far, keyed by UTF-8 bytes."""
-        counts: dict[str, int] = {}
-        get = counts.get
-        spaced: tuple[list[str], list[int]] = ([], [])
-        spaced_ascii: tuple[list[str], list[int]] = ([], [])
-        bare: tuple[list[str], list[int]] = ([], [])
-        bare_ascii: tuple[list[str], list[int]] = ([], [])
+        counts: Counter[str] = Counter()
+        # Pieces are grouped by count so that most of the work runs in C: a group's pieces are pre-tokenized with
+        # one regex call and its pre-tokens counted with `Counter.update`, repeated `count` times. Within a group,
+        # pieces starting with a space are simply concatenated (a space before non-whitespace is a safe cut); the
+        # others are joined with separators (`_pretokenize_joined`). ASCII pieces use the faster stdlib regex.
+        groups: dict[int, tuple[list[str], list[str], list[str], list[str]]] = {}
+        frequent: list[tuple[str, int]] = []
         for piece, count in self.pieces.items():
             first = piece[0]
             if first in _WHITESPACE:
                 if first != " " or len(piece) == 1 or piece[1] in _WHITESPACE:
-                    counts[piece] = get(piece, 0) + count  # whitespace only: one pre-token
+                    counts[piece] += count  # whitespace only: one pre-token
                     continue
-                group = spaced_ascii if piece.isascii() else spaced
+                kind = 0
             else:
-                group = bare_ascii if piece.isascii() else bare
-            group[0].append(piece)
-            group[1].append(count)
-        for regex, (pieces, piece_counts) in ((GPT2_ASCII_REGEX, spaced_ascii), (GPT2_REGEX, spaced)):
-            # Only a piece's first pre-token starts with a space.
-            next_count = iter(piece_counts).__next__
-            count = 0
-            for pretoken in regex.findall("".join(pieces)):
-                if pretoken[0] == " ":
-                    count = next_count()
-                counts[pretoken] = get(pretoken, 0) + count
-        for regex, (pieces, piece_counts) in ((GPT2_ASCII_REGEX, bare_ascii), (GPT2_REGEX, bare)):
-            # Between two non-whitespace characters "\n" is a pre-token of its own: a separator, as pieces have no "\n".
-            next_count = iter(piece_counts).__next__
-            count = next_count() if pieces else 0
-            for pretoken in regex.findall("\n".join(pieces)):
-                if pretoken == "\n":
-                    count = next_count()
-                else:
-                    counts[pretoken] = get(pretoken, 0) + count
+                kind = 2
+            if count > _REPEAT_LIMIT:
+                frequent.append((piece, count))
+                continue
+            group = groups.get(count)
+            if group is None:
+                group = groups[count] = ([], [], [], [])
+            group[kind if piece.isascii() else kind + 1].append(piece)
+        for count, (spaced_ascii, spaced, bare_ascii, bare) in groups.items():
+            for regex, pieces, separated in ((GPT2_ASCII_REGEX, spaced_ascii, False), (GPT2_REGEX, spaced, False),
+                                             (GPT2_ASCII_REGEX, bare_ascii, True), (GPT2_REGEX, bare, True)):
+                if not pieces:
+                    continue
+                pretokens = _pretokenize_joined(regex, pieces) if separated else regex.findall("".join(pieces))
+                counts.update(pretokens * count if count > 1 else pretokens)
+                if separated:
+                    counts[_SEPARATOR] -= (len(pieces) - 1) * count
+        for piece, count in frequent:
+            for pretoken in (GPT2_ASCII_REGEX if piece.isascii() else GPT2_REGEX).findall(piece):
+                counts[pretoken] += count
         try:
-            return Counter({pretoken.encode(): count for pretoken, count in counts.items()})
+            return Counter({pretoken.encode(): count for pretoken, count in counts.items() if count})
         except UnicodeEncodeError as error:
             raise InputError(f"text contains the lone surrogate {error.object[error.start]!r}, which has no UTF-8 "
                              "encoding") from None
+
+
+def _pretokenize_joined(regex: re.Pattern[str] | Any, pieces: list[str]) -> list[str]:
+    """The pre-tokens of all pieces in one regex call, with a "\\n" pre-token between two pieces.
+
+    The pieces must hold no whitespace but an optional leading space. Between two non-whitespace characters, or before
+    a space and non-whitespace, a newline is a pre-token of its own and both sides of it are safe cuts, so the
+    separator changes nothing else. The caller subtracts the separators (no piece has a "\\n" pre-token).
+
+    >>> _pretokenize_joined(GPT2_REGEX, ["Hi,", " it's", "ok"])
+    ['Hi', ',', '\\n', ' it', "'s", '\\n', 'ok']
+    """
+    return regex.findall(_SEPARATOR.join(pieces))
 
 
 # --- files ---------------------------------------------------------------------------------------------------------
@@ -272,8 +296,11 @@ def _find_safe_cut(file: BinaryIO, target: int, size: int, special_tokens: Seque
         limit = target + window  # candidates past here are looked at in the next window
         occurrences = [(low + start, low + start + len(token))
                        for token in special_tokens for start in _find_all(data, token)]
-        candidates = sorted({low + match.start() for match in _SPACE_CUT.finditer(data, target - low)}
-                            | {start for start, _ in occurrences if start >= target})
+        starts = {start for start, _ in occurrences}
+        # A space right before a special token ends its document: there the space is no cut, but the token start is.
+        spaces = {low + match.start() for match in _SPACE_CUT.finditer(data, target - low)}
+        candidates = sorted({space for space in spaces if space + 1 not in starts}
+                            | {start for start in starts if start >= target})
         for cut in candidates:
             if cut >= limit or (not at_end and cut + _CUT_LOOKAHEAD > low + len(data)):
                 break
@@ -337,8 +364,6 @@ def _count_tasks(tasks: Iterable[Any], run: _FileTask | _BatchTask, num_workers:
                  ) -> Counter[bytes]:
     """Run the tasks in this process or in worker processes and add up the pre-token counts."""
     workers = _default_num_workers() if num_workers is None else num_workers
-    if workers < 1:
-        raise ValueError(f"num_workers must be at least 1, got {num_workers}")
     if isinstance(tasks, list) and len(tasks) <= 1:
         workers = 1
     if workers == 1:
@@ -409,7 +434,11 @@ class _WorkerPool:
         except queue.Empty:
             pass
         if block and any(process.exitcode not in (None, 0) for process in self.processes):
-            raise RuntimeError("a pre-token counting worker died (out of memory?)")
+            raise RuntimeError(
+                "a pre-token counting worker process died: out of memory, or it could not start (with the 'spawn' "
+                "start method the main script is re-imported: guard it with `if __name__ == \"__main__\":`, and "
+                "use num_workers=1 for code read from stdin)"
+            ) from None
 
     def _handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -453,6 +482,11 @@ def _worker_main(run: _FileTask | _BatchTask, task_queue: Any, result_queue: Any
 # --- helpers -------------------------------------------------------------------------------------------------------
 
 
+def _check_num_workers(num_workers: int | None) -> None:
+    if num_workers is not None and num_workers < 1:
+        raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+
+
 def _default_num_workers() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
@@ -493,5 +527,5 @@ def _progress_bar(progress: bool | None, **options: Any) -> Any:
     return tqdm(disable=not progress, desc="counting pre-tokens", **options)
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "PieceCounter", "count_pretokens", "count_pretokens_in_files",
-           "count_pretokens_in_iterator", "find_chunk_boundaries"]
+__all__ = ["DEFAULT_CHUNK_BYTES", "MIN_PARALLEL_BYTES", "PieceCounter", "count_pretokens",
+           "count_pretokens_in_files", "count_pretokens_in_iterator", "find_chunk_boundaries"]

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
 
 # Encodes a batch of texts into one id sequence per text. Must be picklable: it runs inside `map` worker processes.
@@ -47,33 +48,39 @@ HASHED_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 
 
 class HFBPEEncoder:
-    """The hf_bpe encoder of a tokenizer directory as a `TextEncoder`: `encode_batch` in the calling process.
+    """The hf_bpe encoder of a vocab and merges as a `TextEncoder`: `encode_batch` in the calling process.
 
     Documents are encoded as ordinary text, like nanoGPT's `encode_ordinary`: a special-token string inside a
     document is just text, so the only end-of-text ids in the output are the ones appended between documents.
-    `map` already runs one of these per worker process, so each works single-process (`num_workers=1`).
+    `map` already runs one of these per worker process, so each works single-process (`num_workers=1`), and the
+    `Tokenizer` is built on first use, in the worker: building it in the parent too would be wasted.
     """
 
-    def __init__(self, tokenizer_dir: str | os.PathLike[str]) -> None:
-        from hf_bpe.encode import Tokenizer
+    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]]) -> None:
+        self.vocab, self.merges = vocab, list(merges)
+        self.tokenizer: Tokenizer | None = None
+
+    @classmethod
+    def from_directory(cls, tokenizer_dir: str | os.PathLike[str]) -> HFBPEEncoder:
         from hf_bpe.hf_export import load_tokenizer_directory
 
         vocab, merges, _ = load_tokenizer_directory(tokenizer_dir)
-        self.tokenizer = Tokenizer(vocab, merges)
+        return cls(vocab, merges)
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
+        if self.tokenizer is None:
+            self.tokenizer = Tokenizer(self.vocab, self.merges)
         return self.tokenizer.encode_batch(texts, num_workers=1)
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # map sends its function to the workers with dill, a pure-Python pickler that needs ~0.5 s for a 50k-token
         # vocab; the C pickler needs milliseconds, so dill only sees the bytes it made.
-        return _unpickle_encoder, (pickle.dumps(self.tokenizer, protocol=pickle.HIGHEST_PROTOCOL),)
+        state = pickle.dumps((self.vocab, self.merges), protocol=pickle.HIGHEST_PROTOCOL)
+        return _unpickle_encoder, (state,)
 
 
-def _unpickle_encoder(tokenizer_pickle: bytes) -> HFBPEEncoder:
-    encoder = HFBPEEncoder.__new__(HFBPEEncoder)
-    encoder.tokenizer = pickle.loads(tokenizer_pickle)
-    return encoder
+def _unpickle_encoder(state: bytes) -> HFBPEEncoder:
+    return HFBPEEncoder(*pickle.loads(state))
 
 
 def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_dir: str | os.PathLike[str], *,
@@ -91,6 +98,8 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
     >>> meta["dtype"], meta["num_documents"]  # doctest: +SKIP
     ('uint16', 2)
     """
+    import datasets
+
     from hf_bpe import __version__
     from hf_bpe.hf_export import load_tokenizer_directory
 
@@ -102,24 +111,24 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
         raise InputError(f"--split {split!r} cannot be used as a file name")
     tokenizer_dir = Path(tokenizer_dir)
     tokenizer_hash = tokenizer_directory_hash(tokenizer_dir)
-    vocab, _, special_tokens = load_tokenizer_directory(tokenizer_dir)
+    vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
     vocab_size = max(vocab) + 1
     dtype = np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
     eot_id = eot_token_id(tokenizer_dir, vocab, special_tokens)
     if append_eot and eot_id is None:
         raise InputError(f"{tokenizer_dir}: the tokenizer has no special tokens, so there is no end-of-text id to "
                          f"append (pass --no-append-eot to write the documents back to back)")
-    encoder = encoder or HFBPEEncoder(tokenizer_dir)
+    encoder = encoder or HFBPEEncoder(vocab, merges)
     flatten = _BatchFlattener(encoder, text_column, eot_id if append_eot else None, dtype)
 
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: exists and is not a directory (--out must be a directory)")
     out_dir.mkdir(parents=True, exist_ok=True)
     bin_path, meta_path = out_dir / f"{split}.bin", out_dir / f"{split}.json"
     work_dir = out_dir / f".{split}.tmp-{os.getpid()}"
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir()
-    import datasets
-
     bars_were_enabled = datasets.is_progress_bar_enabled()
     if not progress:
         datasets.disable_progress_bars()
@@ -132,7 +141,7 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
                 num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
             else:
                 num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
-                                              fingerprint=f"{tokenizer_hash[:16]}-{split}-{append_eot}")
+                                              fingerprint=tokenizer_hash[:32])
         num_tokens = temporary_bin.stat().st_size // dtype.itemsize
         metadata = {
             "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
@@ -243,7 +252,9 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
         if not any(char in file for char in "*?[") and "://" not in file and not Path(file).exists():
             raise InputError(f"{file}: no such data file")
     try:
-        return datasets.load_dataset(builder, config, data_files={split: files} if files else None, split=split,
+        # The data files become the split named by --split (without a slice such as "[:10%]").
+        data_files = {split.split("[", 1)[0]: files} if files else None
+        return datasets.load_dataset(builder, config, data_files=data_files, split=split,
                                      streaming=streaming, cache_dir=cache_dir)
     except InputError:
         raise
@@ -284,6 +295,8 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
         raise InputError(f"no column {flatten.text_column!r} in the dataset; its columns are: "
                          f"{', '.join(data.column_names)}")
     data = data.select_columns([flatten.text_column])
+    # The cache files live in this run's work directory, so no reuse is possible or wanted; a given fingerprint spares
+    # datasets from hashing the encoder (a dill pickle of the whole vocab).
     mapped = data.map(flatten, batched=True, batch_size=batch_size, with_indices=True,
                       num_proc=num_proc if num_proc > 1 and len(data) > 1 else None,
                       remove_columns=data.column_names, cache_file_name=str(work_dir / "ids.arrow"),
@@ -293,7 +306,8 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
               disable=not progress) as bar:
         for table in ids_column.iter(batch_size=16):
             for chunk in table.column("ids").chunks:
-                file.write(memoryview(chunk.flatten().to_numpy(zero_copy_only=False)))
+                ids = chunk.flatten().to_numpy(zero_copy_only=False).astype(flatten.dtype, copy=False)
+                file.write(memoryview(ids))
             bar.update(table.num_rows)
     return int(sum(mapped["num_documents"]))
 

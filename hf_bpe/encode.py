@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing
+import operator
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, repeat
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, compress, repeat
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -101,8 +102,8 @@ class Tokenizer:
                 raise _MergeError(rank, f"merge {rank} ({left!r}, {right!r}): {missing[0]!r} is not in the vocab")
             self._pair_ranks.setdefault((left_id, right_id), rank)
             self._merged_ids.append(merged_id)  # type: ignore[arg-type]
-        self._pretoken_cache = _BoundedCache(self._bpe, self.max_cache_entries)
-        self._piece_cache = _BoundedCache(self._encode_piece, self.max_cache_entries)
+        self._pretoken_cache: dict[str, tuple[int, ...]] = {}
+        self._piece_cache: dict[str, tuple[int, ...]] = {}
 
     @classmethod
     def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
@@ -266,15 +267,54 @@ class Tokenizer:
         return max(space, segment_start)
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        """Encode text without special tokens: cut at safe spaces, map the pieces through the cache, flatten."""
-        return list(chain.from_iterable(map(self._piece_cache.__getitem__, split_at_safe_spaces(text))))
+        """Encode text without special tokens: cut at safe spaces, map the pieces through the cache, flatten.
 
-    def _encode_piece(self, piece: str) -> tuple[int, ...]:
-        """Encode one piece (text between safe spaces): pre-tokenize it and merge each pre-token (cached)."""
-        pretokens = (_ASCII_PRETOKEN_REGEX if piece.isascii() else GPT2_REGEX).findall(piece)
-        if len(pretokens) == 1:
-            return self._pretoken_cache[pretokens[0]]
-        return tuple(chain.from_iterable(map(self._pretoken_cache.__getitem__, pretokens)))
+        All of that runs in C when every piece is cached; otherwise the missing pieces are encoded in one batch.
+        """
+        pieces = split_at_safe_spaces(text)
+        cache = self._piece_cache
+        try:
+            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        except KeyError:
+            pass
+        uncacheable = self._cache_pieces(set(pieces))
+        ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        for piece in uncacheable:
+            del cache[piece]
+        return ids
+
+    def _cache_pieces(self, distinct: set[str]) -> list[str]:
+        """Put the pieces of `distinct` into the piece cache; return the new ones too long to stay cached.
+
+        Pre-tokenizing and joining happen through C-level `map`s; Python code runs only for the merges of
+        pre-tokens seen for the first time. A cache that would outgrow `max_cache_entries` is emptied first (it may
+        exceed the bound while one text alone has more distinct pieces).
+        """
+        cache = self._piece_cache
+        pieces = list(distinct.difference(cache))
+        if len(cache) + len(pieces) > self.max_cache_entries:
+            cache.clear()
+            pieces = list(distinct)
+        is_ascii = list(map(str.isascii, pieces))
+        ascii_pieces = list(compress(pieces, is_ascii))
+        other_pieces = list(compress(pieces, map(operator.not_, is_ascii)))
+        pretoken_lists = [*map(_ASCII_PRETOKEN_REGEX.findall, ascii_pieces), *map(GPT2_REGEX.findall, other_pieces)]
+        pretoken_cache = self._pretoken_cache
+        pretokens = set(chain.from_iterable(pretoken_lists))
+        new = pretokens.difference(pretoken_cache)
+        if len(pretoken_cache) + len(new) > self.max_cache_entries:
+            pretoken_cache.clear()
+            new = pretokens
+        bpe = self._bpe
+        for pretoken in new:
+            pretoken_cache[pretoken] = bpe(pretoken)
+        # tuple(chain(*(pretoken_cache[p] for p in pretokens))) for each piece, without a Python-level loop.
+        piece_ids = map(tuple, map(chain.from_iterable, map(map, repeat(pretoken_cache.__getitem__), pretoken_lists)))
+        cache.update(zip(chain(ascii_pieces, other_pieces), piece_ids))
+        for pretoken in new:
+            if len(pretoken) > _MAX_CACHED_PIECE_LENGTH:
+                del pretoken_cache[pretoken]
+        return [piece for piece in pieces if len(piece) > _MAX_CACHED_PIECE_LENGTH]
 
     def _bpe(self, pretoken: str) -> tuple[int, ...]:
         """Merge the bytes of one pre-token by rank: lowest rank first, leftmost first among equal ranks."""
@@ -321,26 +361,6 @@ class Tokenizer:
                 f"special_tokens={self._special_tokens!r})")
 
 
-class _BoundedCache(dict):  # type: ignore[type-arg]
-    """A dict that computes missing values with `compute` and empties itself when it reaches `max_entries`.
-
-    Lookups that hit stay C-level (`map(cache.__getitem__, keys)`); only misses run Python code.
-    """
-
-    def __init__(self, compute: Callable[[str], tuple[int, ...]], max_entries: int) -> None:
-        super().__init__()
-        self._compute = compute
-        self._max_entries = max_entries
-
-    def __missing__(self, key: str) -> tuple[int, ...]:
-        value = self._compute(key)
-        if len(key) <= _MAX_CACHED_PIECE_LENGTH:
-            if len(self) >= self._max_entries:
-                self.clear()
-            self[key] = value
-        return value
-
-
 def _last_safe_space(text: str, low: int, high: int) -> int:
     """The largest p with low <= p <= high, text[p] == " " and text[p + 1] not whitespace, or -1.
 
@@ -363,20 +383,27 @@ def _last_safe_space(text: str, low: int, high: int) -> int:
 
 
 def _merge_by_scanning(ids: list[int], pair_ranks: dict[tuple[int, int], int], merged_ids: list[int]) -> list[int]:
-    """Apply merges to a short `ids` lowest rank first, leftmost first: each step scans all pairs (O(n^2), fast
-    for the few bytes of a typical pre-token).
+    """Apply merges to a short `ids` lowest rank first, leftmost first: each step scans the pair ranks for the
+    minimum (O(n^2), but in C and fast for the few bytes of a typical pre-token).
 
     >>> _merge_by_scanning([0, 0, 0], {(0, 0): 0, (1, 0): 1}, [1, 2])
     [2]
     """
     get = pair_ranks.get
-    while len(ids) > 1:
-        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_RANK)))
+    ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_RANK)))
+    while ranks:
         best = min(ranks)
         if best == _NO_RANK:
             break
         position = ranks.index(best)
-        ids[position:position + 2] = [merged_ids[best]]
+        merged = merged_ids[best]
+        ids[position:position + 2] = (merged,)
+        # Only the pairs on either side of the merged token change.
+        del ranks[position]
+        if position < len(ranks):
+            ranks[position] = get((merged, ids[position + 1]), _NO_RANK)
+        if position:
+            ranks[position - 1] = get((ids[position - 1], merged), _NO_RANK)
     return ids
 
 

@@ -18,10 +18,12 @@ the tokenizer's pickled state) are the same before and after encoding, and `Data
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from transformers.utils import PaddingStrategy, TensorType
 
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
-from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab, save_gpt2, unicode_to_bytes
+from hf_bpe.gpt2_format import save_gpt2, unicode_to_bytes
 from hf_bpe.hf_export import NO_MAX_LENGTH, save_tokenizer_directory
 
 try:  # transformers >= 4.? has these enums in tokenization_utils_base in every version we support
@@ -56,18 +58,18 @@ class HFBPETokenizer(PreTrainedTokenizer):
                  add_prefix_space: bool = False, **kwargs: Any) -> None:
         if add_prefix_space:
             raise ValueError("HFBPETokenizer does not support add_prefix_space=True")
-        vocab = load_gpt2_vocab(vocab_file)
-        merges = load_gpt2_merges(merges_file)
+        for path in (vocab_file, merges_file):
+            if path is None or not os.path.isfile(path):
+                name = "vocab.json" if path is vocab_file else "merges.txt"
+                raise InputError(f"{path or name}: no such file")
+        # Raises InputError naming the file and line for a corrupt vocab or merges file.
+        self._ordinary = Tokenizer.from_files(vocab_file, merges_file)
+        self._base_vocab: dict[int, bytes] = dict(self._ordinary.vocab)
+        self.merges: list[tuple[bytes, bytes]] = list(self._ordinary.merges)
         # vocab.json itself, read as text: the strings transformers sees as tokens (special tokens as plain text).
         self.encoder: dict[str, int] = json.loads(Path(vocab_file).read_text(encoding="utf-8"))
         self.decoder: dict[int, str] = {token_id: token for token, token_id in self.encoder.items()}
         self.errors = errors
-        self.merges = merges
-        self._base_vocab = vocab
-        try:
-            self._ordinary = Tokenizer(vocab, merges)
-        except ValueError as error:
-            raise InputError(f"{merges_file}: {error}") from None
         self._with_added_tokens = self._ordinary
         self._ready = False
         # Only the special tokens and errors are settings of ours; model_max_length etc. go to the base class.
@@ -76,6 +78,26 @@ class HFBPETokenizer(PreTrainedTokenizer):
                          pad_token=pad_token, add_prefix_space=add_prefix_space, **kwargs)
         self._ready = True
         self._rebuild_added_tokens()
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *args: Any,
+                        **kwargs: Any) -> HFBPETokenizer:
+        """Load a saved directory (or Hub repository) written by hf_bpe."""
+        directory = Path(pretrained_model_name_or_path)
+        if directory.is_dir():
+            for name in cls.vocab_files_names.values():
+                if not (directory / name).is_file():
+                    raise InputError(f"{directory / name}: no such file (HFBPETokenizer needs vocab.json and "
+                                     f"merges.txt)")
+        try:
+            with _class_mismatch_warning_silenced():
+                return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except ImportError as error:
+            # transformers 4 without protobuf turns any exception from __init__ into an ImportError about protobuf
+            # (its `except import_protobuf_decode_error():` clause raises while matching): raise the real one.
+            if "protobuf" in str(error) and error.__context__ is not None:
+                raise error.__context__ from None
+            raise
 
     # ------------------------------------------------------------------------------ what the slow base class needs
 
@@ -302,6 +324,24 @@ class HFBPETokenizer(PreTrainedTokenizer):
     def _special_tokens_in_base_vocab(self) -> list[str]:
         return [token.content for token_id, token in self._added_tokens_decoder.items()
                 if token_id in self._base_vocab]
+
+
+class _ClassMismatchFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("The tokenizer class you load from this checkpoint is not the same")
+
+
+@contextmanager
+def _class_mismatch_warning_silenced() -> Iterator[None]:
+    """Hide transformers 4's warning that the directory names another class: it names the built-in fast class on
+    purpose, so that AutoTokenizer works without hf_bpe."""
+    logger = logging.getLogger("transformers.tokenization_utils_base")
+    log_filter = _ClassMismatchFilter()
+    logger.addFilter(log_filter)
+    try:
+        yield
+    finally:
+        logger.removeFilter(log_filter)
 
 
 def _truncate(ids: list[int], pair_ids: list[int] | None, strategy: TruncationStrategy, max_length: int,

@@ -36,7 +36,6 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
 from typing import Union
 
 import numpy as np
@@ -80,7 +79,7 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
 
     >>> vocab, merges = train_bpe_from_iterator(["low lower", "newest widest"], 258)
     >>> merges
-    [(b'w', b'e'), (b'l', b'o')]
+    [(b'w', b'e'), (b's', b't')]
     """
     specials = _check_arguments(vocab_size, special_tokens)
     start = time.perf_counter()
@@ -108,9 +107,8 @@ def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | N
     >>> merge_pairs({b"abab": 1}, 5)
     [(97, 98), (256, 256)]
     """
-    # One code point past the last id separates words when a merge is done on all its words joined together.
-    num_merges = min(num_merges, MAX_TOKEN_ID - 256)
-    corpus = _Corpus(counts, separator=chr(256 + num_merges))
+    num_merges = min(num_merges, MAX_TOKEN_ID + 1 - 256)
+    corpus = _Corpus(counts)
     pair_counts = corpus.pair_counts
     token_keys = [_reverse_order_key(bytes([byte])) for byte in range(256)]
     heap = [(-count, token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair) for pair, count in pair_counts.items()]
@@ -151,17 +149,9 @@ def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | N
 
 
 class _Corpus:
-    """The distinct words with their frequencies, the pair counts, and the inverted index pair -> words.
+    """The distinct words with their frequencies, the pair counts, and the inverted index pair -> words."""
 
-    A merge touching few words updates them one by one in Python (`_merge_word_by_word`). A merge touching many is
-    done on all of them at once (`_merge_all_at_once`): the words are joined with a separator into one string, the
-    pair replaced with one `str.replace`, and the neighbourhoods of the new token found with numpy.
-    """
-
-    # Below this many candidate words the per-merge cost of numpy outweighs the per-word cost of Python.
-    BATCH_THRESHOLD = 300
-
-    def __init__(self, counts: Mapping[bytes, int], separator: str) -> None:
+    def __init__(self, counts: Mapping[bytes, int]) -> None:
         self.words: list[str] = []
         self.frequencies: list[int] = []
         for word, frequency in counts.items():
@@ -170,8 +160,6 @@ class _Corpus:
                 self.frequencies.append(int(frequency))
         if sum(self.frequencies) * max(map(len, self.words), default=0) >= 1 << 63:
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
-        self.frequency_array = np.array(self.frequencies, dtype=np.int64)
-        self.separator = separator
         self.pair_counts, self.pair_words = _count_byte_pairs(self.words, self.frequencies)
 
     def merge(self, pair: str, new_token: str) -> dict[str, int]:
@@ -180,17 +168,14 @@ class _Corpus:
         The created pairs all contain `new_token`. Their counts and index entries are added here too.
         """
         candidates = self.pair_words.pop(pair)
-        if len(candidates) >= self.BATCH_THRESHOLD:
-            created = self._merge_all_at_once(pair, new_token, candidates)
-        else:
-            if not isinstance(candidates, list):
-                candidates = candidates.tolist()
-            created = self._merge_word_by_word(pair, new_token, candidates)
+        if not isinstance(candidates, list):  # the byte pairs' index entries are numpy arrays
+            candidates = candidates.tolist()
+        created = self._merge_in_words(pair, new_token, candidates)
         del self.pair_counts[pair]
         self.pair_counts.update(created)
         return created
 
-    def _merge_word_by_word(self, pair: str, new_token: str, candidates: list[int]) -> dict[str, int]:
+    def _merge_in_words(self, pair: str, new_token: str, candidates: list[int]) -> dict[str, int]:
         """Merge in each candidate word in turn, updating the counts from each occurrence's neighbours.
 
         Decrements of `pair` itself (from overlapping runs) are harmless: the caller deletes its count.
@@ -240,77 +225,6 @@ class _Corpus:
                         pair_words[new_pair].append(word_index)
                 position = merged.find(new_token, position + 1)
         return created
-
-    def _merge_all_at_once(self, pair: str, new_token: str, candidates: list[int] | np.ndarray) -> dict[str, int]:
-        """Merge in all candidate words with one `str.replace` on their concatenation, then count with numpy.
-
-        The neighbour pairs are those of `_merge_word_by_word`, found for all occurrences at once in the merged
-        text: the separator (which is in no pair) marks word ends, so a missing neighbour is a separator.
-        """
-        word_indices = np.unique(np.asarray(candidates, dtype=np.int64))  # also drops duplicates
-        index_list = word_indices.tolist()
-        separator = self.separator
-        merged_text = separator.join(itemgetter(*index_list)(self.words)).replace(pair, new_token)
-        for word_index, merged in zip(index_list, merged_text.split(separator)):
-            self.words[word_index] = merged
-
-        # Pad with a separator at each end so that every occurrence has a character on both sides.
-        text = np.frombuffer((separator + merged_text + separator).encode("utf-32-le", "surrogatepass"),
-                             dtype=np.uint32).astype(np.int64)
-        left_id, right_id, new_id, separator_id = ord(pair[0]), ord(pair[1]), ord(new_token), ord(separator)
-        positions = np.flatnonzero(text == new_id)
-        word_numbers = np.searchsorted(np.flatnonzero(text == separator_id), positions) - 1
-        occurrence_words = word_indices[word_numbers]
-        weights = self.frequency_array[occurrence_words]
-        before, after = text[positions - 1], text[positions + 1]
-
-        has_before = before != separator_id
-        before, before_weights, before_words = before[has_before], weights[has_before], occurrence_words[has_before]
-        has_after = (after != separator_id) & (after != new_id)  # between two occurrences: counted as a before
-        after, after_weights, after_words = after[has_after], weights[has_after], occurrence_words[has_after]
-
-        old_codes = np.concatenate((np.where(before == new_id, right_id, before) << _CODE_BITS | left_id,
-                                    right_id << _CODE_BITS | after))
-        old_pairs, old_totals, _ = _sum_by_code(old_codes, np.concatenate((before_weights, after_weights)))
-        pair_counts = self.pair_counts
-        for old_pair, total in zip(old_pairs, old_totals.tolist()):
-            pair_counts[old_pair] -= total
-
-        new_codes = np.concatenate((before << _CODE_BITS | new_id, new_id << _CODE_BITS | after))
-        new_pairs, new_totals, new_pair_words = _sum_by_code(
-            new_codes, np.concatenate((before_weights, after_weights)), np.concatenate((before_words, after_words)))
-        pair_words = self.pair_words
-        for new_pair, words in zip(new_pairs, new_pair_words):
-            pair_words[new_pair] = words
-        return dict(zip(new_pairs, new_totals.tolist()))
-
-
-_CODE_BITS = 21  # a pair of ids as one integer: left << 21 | right (ids are code points, below 2**21)
-
-
-def _sum_by_code(codes: np.ndarray, weights: np.ndarray, words: np.ndarray | None = None
-                 ) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
-    """Group pair codes: the distinct pairs (as 2-character strings), their summed weights, and their words.
-
-    Sums run in int64 through a cumulative sum, so they are exact (np.bincount would sum in float64).
-
-    >>> pairs, totals, words = _sum_by_code(np.array([98 << 21 | 99, 97 << 21 | 98, 98 << 21 | 99]),
-    ...                                     np.array([1, 2, 3]), np.array([7, 8, 9]))
-    >>> pairs, totals.tolist(), [w.tolist() for w in words]
-    (['ab', 'bc'], [2, 4], [[8], [7, 9]])
-    """
-    if len(codes) == 0:
-        return [], np.zeros(0, dtype=np.int64), []
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.diff(sorted_codes, prepend=-1))
-    ends = np.append(starts[1:], len(sorted_codes))
-    cumulative = np.cumsum(weights[order])
-    totals = np.diff(cumulative[ends - 1], prepend=0)
-    mask = (1 << _CODE_BITS) - 1
-    pairs = [chr(code >> _CODE_BITS) + chr(code & mask) for code in sorted_codes[starts].tolist()]
-    grouped_words = np.split(words[order], starts[1:]) if words is not None else []
-    return pairs, totals, grouped_words
 
 
 def _count_byte_pairs(words: list[str], frequencies: list[int]) -> tuple[dict[str, int], defaultdict]:

@@ -20,14 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.data import HFBPEEncoder, tokenize_dataset
-from hf_bpe.hf_export import load_tokenizer_directory
+from hf_bpe.data import tokenize_dataset
 
 SEPARATOR = "<|endoftext|>"
 
 
 class FastTokenizerEncoder:
-    """`AutoTokenizer.from_pretrained(DIR)` (a PreTrainedTokenizerFast), called as `tok(texts)`; built in each worker."""
+    """`AutoTokenizer.from_pretrained(DIR)` (a PreTrainedTokenizerFast) called as `tok(texts)`; built in each worker."""
 
     def __init__(self, tokenizer_dir: str) -> None:
         self.tokenizer_dir, self.tokenizer = tokenizer_dir, None
@@ -46,31 +45,32 @@ class FastTokenizerEncoder:
 class TiktokenEncoder:
     """A `tiktoken.Encoding` built from DIR's vocab (ids as ranks) and the GPT-2 pattern; built in each worker."""
 
-    def __init__(self, tokenizer_dir: str) -> None:
-        self.tokenizer_dir, self.encoding = tokenizer_dir, None
+    def __init__(self, tokenizer_dir: str, num_threads: int = 8) -> None:
+        self.tokenizer_dir, self.num_threads, self.encoding = tokenizer_dir, num_threads, None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"tokenizer_dir": self.tokenizer_dir, "encoding": None}
+        return {**self.__dict__, "encoding": None}
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
         if self.encoding is None:
             self.encoding = build_tiktoken(self.tokenizer_dir)
-        return self.encoding.encode_ordinary_batch(texts)
+        return self.encoding.encode_ordinary_batch(texts, num_threads=self.num_threads)
 
 
 def build_tiktoken(tokenizer_dir: str) -> Any:
     """tiktoken merges the adjacent pair whose concatenation has the lowest rank: with ids as ranks that is the BPE
-    merge order, because the trainer numbers merged tokens in merge order."""
+    merge order, because merged tokens are numbered in merge order. Only vocab.json is needed."""
     import tiktoken
 
+    from hf_bpe.gpt2_format import load_gpt2_vocab
     from hf_bpe.pretokenize import GPT2_PATTERN
 
-    vocab, _, special_tokens = load_tokenizer_directory(tokenizer_dir)
-    specials = {token.encode("utf-8") for token in special_tokens}
-    ranks = {token: token_id for token_id, token in vocab.items() if token not in specials}
-    special_ids = {token: token_id for token_id, token in vocab.items() if token in specials}
-    return tiktoken.Encoding(name="bench", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={token.decode("utf-8"): token_id for token, token_id in special_ids.items()})
+    config = json.loads((Path(tokenizer_dir) / "tokenizer_config.json").read_text(encoding="utf-8"))
+    special_tokens = {entry["content"].encode("utf-8") for entry in config.get("added_tokens_decoder", {}).values()}
+    vocab = load_gpt2_vocab(Path(tokenizer_dir) / "vocab.json")
+    ranks = {token: token_id for token_id, token in vocab.items() if token not in special_tokens}
+    specials = {token.decode("utf-8"): token_id for token_id, token in vocab.items() if token in special_tokens}
+    return tiktoken.Encoding(name="bench", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
 
 
 def make_jsonl(data_file: Path, out: Path, max_bytes: int | None) -> tuple[Path, int, int]:
@@ -101,9 +101,12 @@ def main() -> None:
     args = parser.parse_args()
 
     encoders = {
-        "hf_bpe": lambda: HFBPEEncoder(args.tokenizer),
+        "hf_bpe": lambda: None,  # tokenize_dataset's own encoder, as the CLI runs it
         "fast (AutoTokenizer)": lambda: FastTokenizerEncoder(args.tokenizer),
+        # tiktoken's default: 8 threads in each map process. On a shared machine extra threads also take CPU time
+        # from other users' processes, so the single-threaded variant is the like-for-like comparison.
         "tiktoken": lambda: TiktokenEncoder(args.tokenizer),
+        "tiktoken (1 thread)": lambda: TiktokenEncoder(args.tokenizer, num_threads=1),
     }
     with tempfile.TemporaryDirectory(prefix="bench_dataset-") as scratch:
         scratch_dir = Path(scratch)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hf_bpe.card import SAMPLE_TEXT, add_card_arguments, run_card, write_model_card
+from hf_bpe.card import SAMPLE_TEXT, add_card_arguments, measure_compression, run_card, write_model_card
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2
@@ -112,6 +112,15 @@ def test_compression_matches_an_independent_count(tokenizer_dir, tmp_path):
         assert row in card
 
 
+@pytest.mark.parametrize("chunk_chars", [1, 1000, 10**9])
+def test_compression_in_chunks(chunk_chars, encoder):
+    corpus = FIXTURES / "tinystories_sample.txt"
+    result = measure_compression(encoder, corpus, chunk_chars=chunk_chars)
+    text = corpus.read_text(encoding="utf-8")
+    assert EOT in text
+    assert (result.num_bytes, result.num_tokens) == (len(text.encode()), len(encoder.encode(text)))
+
+
 def test_examples_are_the_encoder_output(tokenizer_dir, encoder):
     card = write_model_card(tokenizer_dir, language=["ja"]).read_text(encoding="utf-8")
     examples = card.split("## Example tokenizations", 1)[1].split("```text\n", 1)[1].split("\n```", 1)[0]
@@ -172,3 +181,18 @@ def test_bad_input_leaves_the_card_alone(tokenizer_dir, tmp_path):
         write_model_card(tmp_path / "nowhere")
     assert (tokenizer_dir / "README.md").read_text(encoding="utf-8") == before
     assert list(tokenizer_dir.glob(".README*")) == []
+
+
+def test_hf_bpe_card_command(tokenizer_dir, tmp_path, capsys):
+    from hf_bpe.cli import main
+
+    corpus = tmp_path / "eval.txt"
+    corpus.write_text("hello world " * 10, encoding="utf-8")
+    assert main(["card", str(tokenizer_dir), "--eval-corpus", str(corpus), "--language", "de"]) == 0
+    card = (tokenizer_dir / "README.md").read_text(encoding="utf-8")
+    assert "| `eval.txt` | 120 |" in card and yaml_header(card)["language"] == ["de"]
+
+    capsys.readouterr()
+    assert main(["card", str(tokenizer_dir), "--eval-corpus", str(tmp_path / "nope.txt")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"hf-bpe card: error: {tmp_path / 'nope.txt'}: no such eval corpus"]

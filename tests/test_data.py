@@ -154,6 +154,13 @@ def test_streaming_writes_the_same_bytes(tokenizer_dir, tmp_path):
     assert outputs[(True, 2)] == outputs[(False, 1)]
 
 
+def test_a_sliced_split(tokenizer_dir, encoder, tmp_path):
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    metadata = run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], split="train[:3]")
+    assert split_documents(load_tokens(tmp_path / "out", "train[:3]"), 0, encoder) == DOCUMENTS[:3]
+    assert metadata["num_documents"] == 3
+
+
 def test_no_append_eot_and_only_empty_documents(tokenizer_dir, encoder, tmp_path):
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
     metadata = run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], append_eot=False)
@@ -211,7 +218,7 @@ class FailingEncoder:
     """Encodes like hf_bpe, but raises on its `fail_on`-th batch: a crash in the middle of a run."""
 
     def __init__(self, tokenizer_dir: Path, fail_on: int) -> None:
-        self.inner, self.fail_on, self.calls = data_module.HFBPEEncoder(tokenizer_dir), fail_on, 0
+        self.inner, self.fail_on, self.calls = data_module.HFBPEEncoder.from_directory(tokenizer_dir), fail_on, 0
 
     def __call__(self, texts):
         self.calls += 1
@@ -284,6 +291,9 @@ def test_bad_sources(tokenizer_dir, tmp_path):
         run(tokenizer_dir, "json", out, tmp_path, data_files=[str(tmp_path / "broken.jsonl")])
     with pytest.raises(InputError, match=r"nowhere/vocab\.json: no such file"):
         run(tmp_path / "nowhere", "json", out, tmp_path, data_files=[str(tmp_path / "broken.jsonl")])
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(InputError, match=r"a-file: exists and is not a directory"):
+        run(tokenizer_dir, "json", tmp_path / "a-file", tmp_path, data_files=[str(tmp_path / "broken.jsonl")])
     with pytest.raises(InputError, match=r"--num-proc must be at least 1, got 0"):
         run(tokenizer_dir, "json", out, tmp_path, data_files=[str(tmp_path / "broken.jsonl")], num_proc=0)
     assert_clean(out)
@@ -327,16 +337,33 @@ def test_load_tokens_errors(tokenizer_dir, tmp_path):
 def test_script(tokenizer_dir, encoder, tmp_path):
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
-    command = [sys.executable, str(REPO / "scripts" / "tokenize_dataset.py"), "--tokenizer", str(tokenizer_dir),
-               "--dataset", "json", "--data-files", str(data_file), "--split", "validation", "--text-column",
-               "text", "--num-proc", "2", "--out", str(tmp_path / "out"), "--no-progress"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    def script(column: str, out: Path) -> subprocess.CompletedProcess:
+        command = [sys.executable, str(REPO / "scripts" / "tokenize_dataset.py"), "--tokenizer", str(tokenizer_dir),
+                   "--dataset", "json", "--data-files", str(data_file), "--split", "validation", "--text-column",
+                   column, "--num-proc", "2", "--out", str(out), "--no-progress"]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    done = script("text", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert split_documents(load_tokens(tmp_path / "out", "validation"), 0, encoder) == DOCUMENTS
 
-    done = subprocess.run([*command[:-4], "--text-column", "body", "--out", str(tmp_path / "out2")], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = script("body", tmp_path / "out2")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "tokenize_dataset.py: error: no column 'body' in the dataset; its columns are: text"]
-    assert not (tmp_path / "out2" / "validation.bin").exists()
+    assert_clean(tmp_path / "out2")
+
+
+def test_hf_bpe_tokenize_dataset_command(tokenizer_dir, encoder, tmp_path, capsys):
+    from hf_bpe.cli import main
+
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    arguments = ["tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset", str(data_file),
+                 "--cache-dir", str(tmp_path / "hf-cache"), "--no-progress", "--out"]
+    assert main([*arguments, str(tmp_path / "out")]) == 0
+    assert split_documents(load_tokens(tmp_path / "out", "train"), 0, encoder) == DOCUMENTS
+    capsys.readouterr()
+    assert main([*arguments, str(tmp_path / "out2"), "--text-column", "body"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "hf-bpe tokenize-dataset: error: no column 'body' in the dataset; its columns are: text"]

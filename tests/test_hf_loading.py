@@ -9,6 +9,7 @@ points it at a transformers 4 venv), else this one.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -84,6 +85,7 @@ class Loader:
 
     def __init__(self, name: str, directories: list[Path], specials: list[list[str]], tmp: Path) -> None:
         self.name = name
+        self.handshake_answer: dict = {}
         self.process = subprocess.Popen(
             [PYTHON, "-c", LOADER_SCRIPT, name, json.dumps([str(d) for d in directories]), json.dumps(specials)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8", cwd=tmp,
@@ -139,9 +141,8 @@ def loaders(directories, workdir: Path) -> Iterator[dict[str, Loader]]:
     specials = [special_tokens for _, special_tokens in directories]
     started = {name: Loader(name, paths, specials, workdir) for name in LOADERS}
     try:
-        handshakes = {name: loader.handshake() for name, loader in started.items()}
-        started_with = {name: handshake for name, handshake in handshakes.items()}
-        Loader.handshakes = started_with  # type: ignore[attr-defined]
+        for loader in started.values():
+            loader.handshake_answer = loader.handshake()
         yield started
     finally:
         for loader in started.values():
@@ -161,7 +162,7 @@ def assert_all_equal(results: dict[str, list[list[int]]], texts: list[str]) -> N
 
 
 def test_loaders_give_the_expected_classes(loaders) -> None:
-    handshakes = Loader.handshakes  # type: ignore[attr-defined]
+    handshakes = {name: loader.handshake_answer for name, loader in loaders.items()}
     assert set(handshakes["auto"]["classes"]) <= {"PreTrainedTokenizerFast", "TokenizersBackend"}
     assert handshakes["auto"]["hf_bpe_imported"] is False
     assert set(handshakes["hf_bpe_class"]["classes"]) == {"HFBPETokenizer"}
@@ -201,27 +202,40 @@ def test_remote_code_without_hf_bpe_installed_explains_what_to_do(directories, w
     assert "pip install hf_bpe" in result.stderr
 
 
-def test_crosscheck_script_agrees_and_reports_a_mismatch(directories, workdir: Path) -> None:
-    directory = directories[0][0]
-    sample = FIXTURES / "hf_corpora_sample.txt"
-    command = [PYTHON, str(REPO / "scripts" / "crosscheck.py"), str(directory), str(sample), str(FIXTURES / "german.txt")]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=subprocess_env(workdir),
-                            timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "39 documents" in result.stdout and "all 4 encoders agree" in result.stdout
+def load_crosscheck_script():
+    spec = importlib.util.spec_from_file_location("crosscheck", REPO / "scripts" / "crosscheck.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    # A tokenizer.json whose merges are out of order encodes differently from vocab.json + merges.txt.
+
+def test_crosscheck_script_agrees_and_reports_a_mismatch(directories, workdir: Path, capsys) -> None:
+    crosscheck = load_crosscheck_script()
+    directory = directories[0][0]
+    corpora = [FIXTURES / "hf_corpora_sample.txt", FIXTURES / "german.txt"]
+    assert crosscheck.main([str(directory), *map(str, corpora)]) == 0
+    documents = [part for path in corpora for part in path.read_text(encoding="utf-8").split(EOT) if part]
+    assert f"all 4 encoders agree on {len(documents)} documents" in capsys.readouterr().out
+
+    # A tokenizer.json with its merges reversed encodes differently from vocab.json + merges.txt.
     broken = workdir / "broken"
     broken.mkdir()
     for path in directory.iterdir():
         (broken / path.name).write_bytes(path.read_bytes())
     content = json.loads((broken / "tokenizer.json").read_text(encoding="utf-8"))
-    merges = content["model"]["merges"]
-    merges[0], merges[1] = merges[1], merges[0]
+    content["model"]["merges"].reverse()
     (broken / "tokenizer.json").write_text(json.dumps(content), encoding="utf-8")
-    command[2] = str(broken)
-    result = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=subprocess_env(workdir),
-                            timeout=120)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "MISMATCH in document 0" in result.stdout
-    assert "tokenizers" in result.stdout
+    assert crosscheck.main([str(broken), *map(str, corpora), "--max-docs", "3"]) == 1
+    output = capsys.readouterr().out
+    assert "tokenizers: 4 of 4 documents differ from hf_bpe" in output
+    assert "AutoTokenizer: 4 of 4 documents differ from hf_bpe" in output
+    assert "MISMATCH in document 0 (" in output
+    assert "at character 8 (token 7): text ' open (a lock) as by a wire." in output
+    assert output.count("tiktoken:") == 1  # only its count: it reads merges.txt, so it still agrees
+
+
+def test_crosscheck_script_names_a_missing_corpus(directories, capsys) -> None:
+    crosscheck = load_crosscheck_script()
+    assert crosscheck.main([str(directories[0][0]), "missing.txt"]) == 2
+    assert "crosscheck: missing.txt: no such file" in capsys.readouterr().err

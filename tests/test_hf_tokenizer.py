@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
+from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2
 from hf_bpe.hf_export import SAVED_FILES, load_tokenizer_directory, save_tokenizer_directory
 from hf_bpe.hf_tokenizer import HFBPETokenizer
@@ -256,3 +257,22 @@ def test_save_pretrained_writes_the_same_directory(ours, directory: Path, tmp_pa
 def test_add_prefix_space_is_refused(directory: Path) -> None:
     with pytest.raises(ValueError, match="add_prefix_space=True"):
         HFBPETokenizer.from_pretrained(directory, add_prefix_space=True)
+
+
+@pytest.mark.parametrize("name", ["vocab.json", "merges.txt"])
+def test_missing_file_is_named(directory: Path, tmp_path: Path, name: str) -> None:
+    for path in directory.iterdir():
+        if path.name != name:
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    with pytest.raises(InputError, match=rf"{name}: no such file"):
+        HFBPETokenizer.from_pretrained(tmp_path)
+
+
+def test_corrupt_merges_file_is_named_with_its_line(directory: Path, tmp_path: Path) -> None:
+    for path in directory.iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    lines = (tmp_path / "merges.txt").read_text(encoding="utf-8").split("\n")
+    lines[3] = "Ġ zzzq"
+    (tmp_path / "merges.txt").write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(InputError, match=r"merges.txt: line 4: .*is not in the vocab"):
+        HFBPETokenizer.from_pretrained(tmp_path)

@@ -1,0 +1,348 @@
+"""Tests for hf_bpe.count: every fast path against the plain reference, chunking, workers and bad input."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_pretokenize import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, text_and_special_tokens
+
+import hf_bpe.count
+from hf_bpe.count import (
+    PieceCounter,
+    _WorkerPool as WorkerPool,
+    count_pretokens,
+    count_pretokens_in_files,
+    count_pretokens_in_iterator,
+    find_chunk_boundaries,
+)
+from hf_bpe.errors import InputError
+from hf_bpe.pretokenize import GPT2_REGEX, special_tokens_regex
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EOT = "<|endoftext|>"
+
+
+def reference_counts(texts: list[str], special_tokens: list[str]) -> Counter[bytes]:
+    """The plain definition: GPT-2 regex matches in each document between special tokens, as UTF-8 bytes."""
+    pattern = special_tokens_regex(special_tokens)
+    counts: Counter[bytes] = Counter()
+    for text in texts:
+        for document in pattern.split(text) if pattern else [text]:
+            counts.update(pretoken.encode() for pretoken in GPT2_REGEX.findall(document))
+    return counts
+
+
+def write(directory: str | Path, name: str, data: bytes) -> str:
+    path = os.path.join(directory, name)
+    with open(path, "wb") as file:
+        file.write(data)
+    return path
+
+
+def generated_text(seed: int, length: int, special_tokens: list[str]) -> str:
+    """Adversarial text made of ATOMS, words and special tokens, about `length` characters."""
+    rng = random.Random(seed)
+    atoms = ATOMS + special_tokens + ["the", " the", " cat", "Hello", " world", "\n\n", "    "]
+    parts: list[str] = []
+    size = 0
+    while size < length:
+        parts.append(rng.choice(atoms))
+        size += len(parts[-1])
+    return "".join(parts)
+
+
+# --- in-process counting --------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_and_special_tokens())
+def test_count_pretokens_matches_reference(case: tuple[str, list[str]]) -> None:
+    text, special_tokens = case
+    assert count_pretokens([text], special_tokens) == reference_counts([text], special_tokens)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(adversarial_text, max_size=6), st.sampled_from(SPECIAL_TOKEN_SETS))
+def test_each_text_is_counted_on_its_own(texts: list[str], special_tokens: list[str]) -> None:
+    assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)
+
+
+def test_pieces_seen_often_and_rarely_are_counted_alike() -> None:
+    # Pieces seen more than _REPEAT_LIMIT times take another path than rarer ones: mix counts around the limit.
+    texts = [f" it's{i % 40} x'S{i % 3}\u00e9\u200d!" * (i % 20) + "\n\n a" for i in range(300)]
+    assert count_pretokens(texts, [EOT]) == reference_counts(texts, [EOT])
+
+
+def test_special_tokens_are_not_counted_and_split_documents() -> None:
+    counts = count_pretokens([f"a{EOT}{EOT} b{EOT}"], [EOT])
+    assert counts == Counter({b"a": 1, b" b": 1})
+
+
+def test_fixture_corpora_match_reference() -> None:
+    for name in ["corpus.en", "tinystories_sample.txt", "german.txt", "address.txt"]:
+        text = (FIXTURES / name).read_text(encoding="utf-8")
+        assert count_pretokens([text], [EOT]) == reference_counts([text], [EOT]), name
+
+
+def test_lone_surrogate_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="lone surrogate '\\\\ud800', which has no UTF-8 encoding"):
+        count_pretokens(["ab \ud800"])
+
+
+def test_non_str_text_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="text #1 of the input is NoneType, not str"):
+        count_pretokens(["ok", None])  # type: ignore[list-item]
+    with pytest.raises(InputError, match="text #2 of the input is bytes, not str"):
+        count_pretokens_in_iterator(["a", "b", b"c"], num_workers=1)  # type: ignore[list-item]
+
+
+# --- chunk boundaries -----------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(text_and_special_tokens(), st.integers(1, 8) | st.integers(9, 64))
+def test_chunk_boundaries_are_safe_and_chunks_count_like_the_whole(case: tuple[str, list[str]],
+                                                                   chunk_bytes: int) -> None:
+    import io
+
+    text, special_tokens = case
+    data = text.encode()
+    specials = [token.encode() for token in special_tokens]
+    boundaries = find_chunk_boundaries(io.BytesIO(data), len(data), chunk_bytes, specials)
+    assert boundaries[0] == 0 and boundaries[-1] == len(data)
+    assert all(a < b for a, b in zip(boundaries, boundaries[1:])) or data == b""
+    for cut in boundaries[1:-1]:
+        for token in specials:
+            assert all(not start < cut < start + len(token)
+                       for start in range(max(0, cut - len(token) + 1), cut) if data.startswith(token, start))
+    chunks = [data[a:b].decode() for a, b in zip(boundaries, boundaries[1:])]
+    counter = PieceCounter(special_tokens)
+    for chunk in chunks:
+        counter.add_text(chunk)
+    assert counter.pretoken_counts() == reference_counts([text], special_tokens)
+
+
+DENSE_ATOMS = [" ", "  ", "\n", "\t", "\xa0", "\u3000", "a", "'s", "é", "<|", "|>", EOT, " " + EOT, "<|e n|>"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(DENSE_ATOMS), max_size=25).map("".join), st.integers(1, 6))
+def test_chunks_of_dense_whitespace_and_special_tokens_count_like_the_whole(text: str, chunk_bytes: int) -> None:
+    import io
+
+    special_tokens = [EOT, "<|e n|>", "|><|"]
+    data = text.encode()
+    boundaries = find_chunk_boundaries(io.BytesIO(data), len(data), chunk_bytes, [t.encode() for t in special_tokens])
+    counter = PieceCounter(special_tokens)
+    for start, end in zip(boundaries, boundaries[1:]):
+        counter.add_text(data[start:end].decode())
+    assert counter.pretoken_counts() == reference_counts([text], special_tokens)
+
+
+def test_chunks_cut_at_spaces_and_special_tokens_near_multiples_of_chunk_bytes() -> None:
+    import io
+
+    data = "one two\u3000three\xa0four <|e n d|>five".encode()
+    assert (data.index(b"two"), data.index(b" <"), data.index(b"<"), len(data)) == (4, 21, 22, 35)
+    special = [b"<|e n d|>"]
+    # A space before U+3000 or NBSP is no cut (both are whitespace), nor is a space before or inside a special token.
+    assert find_chunk_boundaries(io.BytesIO(data), len(data), 1, special) == [0, 3, 22, 35]
+    assert find_chunk_boundaries(io.BytesIO(data), len(data), 4, special) == [0, 22, 35]
+    assert find_chunk_boundaries(io.BytesIO(data), len(data), 22, special) == [0, 22, 35]
+    assert find_chunk_boundaries(io.BytesIO(data), len(data), 23, special) == [0, 35]
+    assert find_chunk_boundaries(io.BytesIO(b"a"), 1, 1) == [0, 1]
+
+
+def test_space_before_a_special_token_is_no_cut() -> None:
+    import io
+
+    # The space ends the first document, so "\n\n " is one pre-token: the cut must come after it.
+    data = f"a\n\n {EOT}b".encode()
+    assert find_chunk_boundaries(io.BytesIO(data), len(data), 1, [EOT.encode()]) == [0, 4, len(data)]
+
+
+def test_single_line_of_megabytes_is_split_into_many_chunks(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    words = ["alpha", "beta", "gamma,", "delta.", "42", "it's", "«quoted»", "naïve", "\u3000x", "  y"]
+    text = " ".join(rng.choice(words) for _ in range(500_000))  # about 3 MB, no newline, no special token
+    data = text.encode()
+    assert b"\n" not in data and len(data) > 2_900_000
+    path = write(tmp_path, "line.txt", data)
+    chunk_bytes = 1 << 16
+    with open(path, "rb") as file:
+        boundaries = find_chunk_boundaries(file, len(data), chunk_bytes, [EOT.encode()])
+    sizes = [b - a for a, b in zip(boundaries, boundaries[1:])]
+    assert len(sizes) > len(data) // chunk_bytes - 2
+    assert max(sizes) < chunk_bytes + 100
+    expected = reference_counts([text], [EOT])
+    assert count_pretokens_in_files([path], [EOT], num_workers=1, chunk_bytes=chunk_bytes) == expected
+
+
+def test_text_without_any_safe_cut_makes_one_growing_chunk(tmp_path: Path) -> None:
+    data = ("x" * 50_000 + "\n" * 50_000 + "y" * 1000).encode()
+    path = write(tmp_path, "nospace.txt", data)
+    with open(path, "rb") as file:
+        assert find_chunk_boundaries(file, len(data), 1000) == [0, len(data)]
+    assert count_pretokens_in_files(path, num_workers=1, chunk_bytes=1000) == reference_counts([data.decode()], [])
+
+
+# --- files ----------------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(text_and_special_tokens(), min_size=1, max_size=3), st.integers(1, 8) | st.integers(9, 64))
+def test_files_in_tiny_chunks_match_reference(cases: list[tuple[str, list[str]]], chunk_bytes: int) -> None:
+    special_tokens = cases[0][1]
+    texts = [text.encode("utf-8", "replace").decode() for text, _ in cases]
+    with tempfile.TemporaryDirectory() as directory:
+        paths = [write(directory, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
+        if not any(texts):
+            return
+        counts = count_pretokens_in_files(paths, special_tokens, num_workers=1, chunk_bytes=chunk_bytes)
+    assert counts == reference_counts(texts, special_tokens)
+
+
+@pytest.mark.parametrize("special_tokens", [[EOT], SPECIAL_TOKEN_SETS[3], SPECIAL_TOKEN_SETS[4]])
+def test_two_workers_many_files_tiny_chunks_match_reference(tmp_path: Path, special_tokens: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [generated_text(seed, 20_000, special_tokens) for seed in range(3)]
+    paths = [write(tmp_path, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
+    expected = reference_counts(texts, special_tokens)
+    pools = []
+    monkeypatch.setattr(hf_bpe.count, "_WorkerPool", lambda *args: pools.append(args) or WorkerPool(*args))
+    assert count_pretokens_in_files(paths, special_tokens, num_workers=2, chunk_bytes=61) == expected
+    assert [num_workers for _, num_workers in pools] == [2]
+    assert count_pretokens_in_files(paths, special_tokens, num_workers=1, chunk_bytes=16) == expected
+
+
+def test_default_workers_count_small_input_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = Path(hf_bpe.count.__file__).parent / "corpora" / "python_docs_sample.txt"
+    text = path.read_text(encoding="utf-8")
+    assert len(text.encode()) < hf_bpe.count.MIN_PARALLEL_BYTES
+    monkeypatch.setattr(hf_bpe.count, "_WorkerPool", None)  # calling it would fail
+    assert count_pretokens_in_files([path], [EOT], chunk_bytes=50_000) == reference_counts([text], [EOT])
+
+
+def test_empty_file_among_others_is_skipped_but_all_empty_is_an_error(tmp_path: Path) -> None:
+    empty = write(tmp_path, "empty.txt", b"")
+    full = write(tmp_path, "full.txt", b"some text")
+    assert count_pretokens_in_files([empty, full], num_workers=1) == Counter({b"some": 1, b" text": 1})
+    with pytest.raises(InputError, match=f"^{empty}: file is empty$"):
+        count_pretokens_in_files(empty)
+    with pytest.raises(InputError, match=f"^{empty}: file is empty \\(as are all 2 input files\\)$"):
+        count_pretokens_in_files([empty, empty])
+
+
+def test_missing_file_directory_and_no_files_are_input_errors(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(InputError, match=f"^{missing}: no such file$"):
+        count_pretokens_in_files([missing])
+    with pytest.raises(InputError, match=f"^{tmp_path}: is a directory, not a text file$"):
+        count_pretokens_in_files([tmp_path])
+    with pytest.raises(InputError, match="^no input files given$"):
+        count_pretokens_in_files([])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_non_regular_file_is_an_input_error(tmp_path: Path) -> None:
+    fifo = str(tmp_path / "pipe")
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=f"^{fifo}: is not a regular file$"):
+        count_pretokens_in_files([fifo])
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "secret.txt", b"text")
+    os.chmod(path, 0)
+    with pytest.raises(InputError, match=f"^{path}: cannot read file: Permission denied$"):
+        count_pretokens_in_files([path])
+
+
+def test_bad_arguments_are_value_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.txt", b"text")
+    with pytest.raises(ValueError, match="errors must be 'strict' or 'replace', got 'ignore'"):
+        count_pretokens_in_files(path, errors="ignore")
+    with pytest.raises(ValueError, match="chunk_bytes must be positive, got 0"):
+        count_pretokens_in_files(path, chunk_bytes=0)
+    with pytest.raises(ValueError, match="num_workers must be at least 1, got 0"):
+        count_pretokens_in_files(path, num_workers=0)
+
+
+# --- invalid UTF-8 --------------------------------------------------------------------------------------------------
+
+
+def invalid_utf8_message(path: str, offset: int) -> str:
+    return (f"^{path}: invalid UTF-8 at byte offset {offset} \\(.*\\); to replace bad bytes with U\\+FFFD, pass "
+            f"errors=\"replace\" \\(CLI: --errors replace\\)$")
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_invalid_utf8_reports_the_absolute_offset_of_the_first_bad_byte(tmp_path: Path, num_workers: int) -> None:
+    good = "word é€😀 ".encode() * 2000  # about 28 KB, so the bad bytes are many chunks in
+    bad_at = len(good) + 3
+    data = good + b"abc\xff\xfe more " + good + b"\xc3(" + good + b" truncated \xe2\x82"
+    paths = [write(tmp_path, "ok.txt", b"fine"), write(tmp_path, "bad.txt", data)]
+    with pytest.raises(InputError, match=invalid_utf8_message(paths[1], bad_at)):
+        count_pretokens_in_files(paths, num_workers=num_workers, chunk_bytes=1000)
+
+
+def test_truncated_character_at_end_of_file_is_reported(tmp_path: Path) -> None:
+    path = write(tmp_path, "cut.txt", "a b €".encode()[:-1])
+    with pytest.raises(InputError, match=invalid_utf8_message(path, 4)):
+        count_pretokens_in_files(path, num_workers=1, chunk_bytes=2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=4) | adversarial_text.map(lambda text: text.encode("utf-8", "replace")),
+                max_size=30).map(b"".join), st.integers(1, 32), st.sampled_from(SPECIAL_TOKEN_SETS))
+def test_errors_replace_matches_decoding_the_whole_file_with_replace(data: bytes, chunk_bytes: int,
+                                                                     special_tokens: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = write(directory, "mixed.bin", data + b"!")
+        counts = count_pretokens_in_files(path, special_tokens, num_workers=1, errors="replace",
+                                          chunk_bytes=chunk_bytes)
+    assert counts == reference_counts([(data + b"!").decode("utf-8", "replace")], special_tokens)
+
+
+# --- iterators, progress, imports -----------------------------------------------------------------------------------
+
+
+def test_iterator_small_input_is_counted_in_process() -> None:
+    texts = [generated_text(seed, 300, [EOT]) for seed in range(20)]
+    assert count_pretokens_in_iterator(iter(texts), [EOT], num_workers=2) == reference_counts(texts, [EOT])
+
+
+def test_iterator_in_batches_with_two_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hf_bpe.count, "BATCH_CHARS", 5000)
+    texts = [generated_text(seed, 1000, [EOT, "<|end|>"]) for seed in range(60)]
+    expected = reference_counts(texts, [EOT, "<|end|>"])
+    pools = []
+    monkeypatch.setattr(hf_bpe.count, "_WorkerPool", lambda *args: pools.append(args) or WorkerPool(*args))
+    assert count_pretokens_in_iterator((text for text in texts), [EOT, "<|end|>"], num_workers=2) == expected
+    assert [num_workers for _, num_workers in pools] == [2]
+
+
+def test_nothing_is_printed_by_default_and_progress_goes_to_stderr(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "a.txt", b"hello world " * 100)
+    count_pretokens_in_files(path, num_workers=1, chunk_bytes=100)
+    assert capsys.readouterr() == ("", "")
+    count_pretokens_in_files(path, num_workers=1, chunk_bytes=100, progress=True)
+    captured = capsys.readouterr()
+    assert captured.out == "" and "counting pre-tokens" in captured.err and "1.20k" in captured.err
+
+
+def test_counting_does_not_import_transformers() -> None:
+    code = "import sys, hf_bpe.count; print(sorted(m for m in ('transformers', 'datasets') if m in sys.modules))"
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"

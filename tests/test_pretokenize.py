@@ -1,0 +1,164 @@
+"""Tests for hf_bpe.pretokenize: the whitespace class, the safe cuts behind the fast paths, and special-token splits.
+
+`adversarial_text` is the hypothesis strategy the counting tests (tests/test_count.py) share.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bpe.pretokenize import (
+    GPT2_ASCII_REGEX,
+    GPT2_REGEX,
+    WHITESPACE_CHARS,
+    pretokenize,
+    special_tokens_regex,
+    split_at_safe_spaces,
+    split_into_pieces,
+    split_keeping_special_tokens,
+    split_on_special_tokens,
+    validate_special_tokens,
+)
+
+# Pieces of text that stress the GPT-2 pattern and the cuts: whitespace of every kind (multi-byte in UTF-8 too),
+# zero-width characters (not whitespace), emoji with modifiers and ZWJ, combining marks, RTL scripts, digits of other
+# scripts and numeric letters, contractions in any case, and fragments of special tokens.
+ATOMS = [
+    " ", "  ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\xa0", "\u1680", "\u2000", "\u200a",
+    "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",
+    "👍", "👍🏽", "👩\u200d💻", "👨\u200d👩\u200d👧", "🏳\ufe0f\u200d🌈", "e\u0301", "\u0301", "a\u0308\u0323",
+    "שלום", "مرحبا", "\u200f", "١٢٣",
+    "५", "Ⅻ", "²", "½", "漢字", "ｈｅｌｌｏ", "123", "4", "hello", "World", "x", "ß", "İ",
+    "'s", "'S", "'t", "'T", "'re", "'RE", "'Re", "'ve", "'VE", "'ll", "'LL", "'d", "'D", "'m", "'M", "'", "''",
+    "don't", "I'M", "we'Ll", ".", ",", "!?", "...", "-", "_", "(", "\\", '"', "$", "<", ">", "|", "<|", "|>", "<|endo",
+    "<|endoftext|>", "endoftext", "<|end|>", "\ufffd",
+]
+SPECIAL_TOKEN_SETS = [
+    [],
+    ["<|endoftext|>"],
+    ["<|endoftext|>", "<|end|>"],
+    # Overlapping: a token that is a prefix of another, one that contains a space, one that overlaps itself.
+    ["<|endoftext|>", "<|endoftext|><|endoftext|>", "<|"],
+    ["a a", "<|end|>", " "],
+    ["aXa", "XaX"],
+]
+
+# Any character that has a UTF-8 encoding (not a lone surrogate).
+characters = st.characters(exclude_categories=("Cs",))
+adversarial_text = st.lists(st.sampled_from(ATOMS) | characters | st.text(characters, max_size=3),
+                            max_size=40).map("".join)
+
+
+@st.composite
+def text_and_special_tokens(draw: st.DrawFn) -> tuple[str, list[str]]:
+    special_tokens = draw(st.sampled_from(SPECIAL_TOKEN_SETS))
+    with_space = [" " + token for token in special_tokens]
+    atoms = (st.sampled_from(ATOMS + special_tokens + with_space + ["a", "X"]) | characters
+             | st.text(characters, max_size=3))
+    return "".join(draw(st.lists(atoms, max_size=40))), special_tokens
+
+
+def test_whitespace_chars_are_exactly_what_regex_matches_with_backslash_s() -> None:
+    every_code_point = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert set(regex.findall(r"\s", every_code_point)) == set(WHITESPACE_CHARS)
+    assert len(WHITESPACE_CHARS) == len(set(WHITESPACE_CHARS))
+
+
+@settings(max_examples=400, deadline=None)
+@given(adversarial_text)
+def test_cutting_at_safe_spaces_never_changes_pretokens(text: str) -> None:
+    pieces = split_at_safe_spaces(text)
+    assert "".join(pieces) == text
+    assert [pretoken for piece in pieces for pretoken in pretokenize(piece)] == pretokenize(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(adversarial_text)
+def test_pieces_never_change_pretokens_and_whitespace_pieces_are_one_pretoken(text: str) -> None:
+    pieces = split_into_pieces(text)
+    assert "".join(pieces) == text
+    assert "" not in pieces
+    assert [pretoken for piece in pieces for pretoken in pretokenize(piece)] == pretokenize(text)
+    for piece in pieces:
+        body = piece[1:] if piece.startswith(" ") else piece
+        if piece.strip(WHITESPACE_CHARS) == "":
+            assert pretokenize(piece) == [piece]
+        else:
+            assert not set(body) & set(WHITESPACE_CHARS)
+
+
+def test_pieces_of_whitespace_before_text() -> None:
+    # The last whitespace character before non-whitespace is a piece of its own unless it is a space.
+    assert split_into_pieces("a\n\n\nb  c\t d\u3000e") == ["a", "\n\n", "\n", "b", " ", " c", "\t", " d", "\u3000",
+                                                          "e"]
+
+
+def test_ascii_regex_matches_gpt2_regex_on_every_short_ascii_string() -> None:
+    alphabet = ["a", "Z", "s", "l", "v", "e", "r", "t", "0", "9", "'", "!", "_", " ", "\n", "\r", "\t", "\x0b", "\x0c",
+                "\x1c", "\x7f"]
+    for length in range(1, 4):
+        for letters in itertools.product(alphabet, repeat=length):
+            text = "".join(letters)
+            assert GPT2_ASCII_REGEX.findall(text) == GPT2_REGEX.findall(text), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(max_codepoint=127)) | st.lists(st.sampled_from([a for a in ATOMS if a.isascii()]))
+       .map("".join))
+def test_ascii_regex_matches_gpt2_regex_on_ascii_text(text: str) -> None:
+    assert GPT2_ASCII_REGEX.findall(text) == GPT2_REGEX.findall(text)
+
+
+def reference_split(text: str, special_tokens: list[str]) -> list[str]:
+    """Split at special tokens by a plain scan: leftmost occurrence, longest token first, keeping the tokens."""
+    parts, start, position = [], 0, 0
+    while position < len(text):
+        matches = [token for token in special_tokens if text.startswith(token, position)]
+        if matches:
+            token = max(matches, key=len)
+            parts += [text[start:position], token]
+            position = start = position + len(token)
+        else:
+            position += 1
+    return [*parts, text[start:]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_and_special_tokens())
+def test_special_token_splits_match_a_plain_leftmost_longest_scan(case: tuple[str, list[str]]) -> None:
+    text, special_tokens = case
+    pattern = special_tokens_regex(special_tokens)
+    expected = reference_split(text, special_tokens)
+    assert split_keeping_special_tokens(text, pattern) == expected
+    assert split_on_special_tokens(text, pattern) == expected[::2]
+
+
+def test_longest_special_token_wins_where_several_start() -> None:
+    pattern = special_tokens_regex(["<|e|>", "<|e|><|e|>", "<|"])
+    assert split_keeping_special_tokens("a<|e|><|e|><|e|>b<|c", pattern) == [
+        "a", "<|e|><|e|>", "", "<|e|>", "b", "<|", "c"]
+    # Leftmost first: "XaX" is not matched inside the earlier "aXa".
+    assert split_on_special_tokens("aXaXa", special_tokens_regex(["XaX", "aXa"])) == ["", "Xa"]
+    assert special_tokens_regex([]) is None
+    assert split_on_special_tokens("a b", None) == ["a b"]
+
+
+@pytest.mark.parametrize("tokens, error, message", [
+    (["<s>", "<s>"], ValueError, "duplicate special token '<s>'"),
+    (["<s>", ""], ValueError, "special tokens must not be empty strings"),
+    (["<s>", 3], TypeError, "special tokens must be str, got int: 3"),
+])
+def test_validate_special_tokens_rejects_bad_tokens(tokens: list, error: type, message: str) -> None:
+    with pytest.raises(error, match=regex.escape(message)):
+        validate_special_tokens(tokens)
+
+
+def test_validate_special_tokens_accepts_none_and_iterables() -> None:
+    assert validate_special_tokens(None) == []
+    assert validate_special_tokens(iter(["<a>", "<b>"])) == ["<a>", "<b>"]

@@ -1,0 +1,188 @@
+"""Tests for hf_bpe.train: the CS336 reference merges, and differential tests against tests/reference_bpe.py."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_bpe.errors import InputError
+from hf_bpe.gpt2_format import load_gpt2
+from hf_bpe.train import _reverse_order_key, merge_pairs, train_bpe, train_bpe_from_counts, train_bpe_from_iterator
+from tests.reference_bpe import merge_word, reference_counts, reference_train, reference_train_from_counts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ENDOFTEXT = "<|endoftext|>"
+
+# Text made to stress the merge loop: whitespace runs, repeated letters (overlapping pairs), multi-byte characters,
+# digits and punctuation, contractions, and the special tokens (also partial ones) right next to text.
+fragments = st.sampled_from([
+    "a", "aa", "aaaaaaa", "ab", "ba", "b", " ", "  ", "\n", "\n\n", " \t", "\r\n", "é", "ée", "日本", "🙂", "1", "123",
+    ".", "!?", "'s", "'ll", "<|", "|>", ENDOFTEXT, "<pad>", "the", " the", "hello", "\u00a0", "\u3000",
+])
+documents = st.lists(fragments, max_size=25).map("".join)
+corpora = st.lists(documents, max_size=6)
+special_token_lists = st.sampled_from([[], [ENDOFTEXT], ["<pad>", ENDOFTEXT], ["a"]])
+small_vocab_sizes = st.integers(min_value=256, max_value=320)
+differential = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def test_cs336_reference_merges_and_vocab() -> None:
+    reference_vocab, reference_merges = load_gpt2(FIXTURES / "train-bpe-reference-vocab.json",
+                                                  FIXTURES / "train-bpe-reference-merges.txt")
+    start = time.perf_counter()
+    vocab, merges = train_bpe(FIXTURES / "corpus.en", 500, [ENDOFTEXT], num_workers=1)
+    print(f"corpus.en, vocab 500: {time.perf_counter() - start:.3f} s")
+    assert merges == reference_merges
+    assert set(vocab.values()) == set(reference_vocab.values())
+    assert vocab[499] == ENDOFTEXT.encode()
+    assert all(vocab[byte] == bytes([byte]) for byte in range(256))
+
+
+@differential
+@given(corpus=corpora, special_tokens=special_token_lists, vocab_size=small_vocab_sizes)
+def test_from_counts_matches_reference(corpus: list[str], special_tokens: list[str], vocab_size: int) -> None:
+    vocab_size += len(special_tokens)
+    counts = reference_counts(corpus, special_tokens)
+    assert train_bpe_from_counts(counts, vocab_size, special_tokens) == \
+        reference_train_from_counts(counts, vocab_size, special_tokens)
+
+
+@differential
+@given(corpus=corpora, special_tokens=special_token_lists, vocab_size=small_vocab_sizes)
+def test_from_iterator_matches_reference(corpus: list[str], special_tokens: list[str], vocab_size: int) -> None:
+    vocab_size += len(special_tokens)
+    assert train_bpe_from_iterator(corpus, vocab_size, special_tokens, num_workers=1) == \
+        reference_train(corpus, vocab_size, special_tokens)
+
+
+@differential
+@given(corpus=corpora, vocab_size=small_vocab_sizes)
+def test_from_files_matches_reference(tmp_path_factory: pytest.TempPathFactory, corpus: list[str],
+                                      vocab_size: int) -> None:
+    directory = tmp_path_factory.mktemp("corpus")
+    # Two files, so that a file boundary is a document boundary too.
+    halves = [corpus[: len(corpus) // 2], corpus[len(corpus) // 2:]]
+    paths = []
+    for number, half in enumerate(halves):
+        path = directory / f"part{number}.txt"
+        path.write_bytes(ENDOFTEXT.join(half).encode("utf-8"))
+        paths.append(path)
+    if not any(path.stat().st_size for path in paths):
+        with pytest.raises(InputError, match="file is empty"):
+            train_bpe(paths, vocab_size + 1, [ENDOFTEXT], num_workers=1)
+        return
+    expected = reference_train([ENDOFTEXT.join(half) for half in halves], vocab_size + 1, [ENDOFTEXT])
+    assert train_bpe(paths, vocab_size + 1, [ENDOFTEXT], num_workers=1) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(counts=st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 5), max_size=12),
+       vocab_size=st.integers(256, 300))
+def test_arbitrary_bytes_and_tied_counts_match_reference(counts: dict[bytes, int], vocab_size: int) -> None:
+    # Few distinct counts: almost every step is decided by the tie-break on the pair's bytes.
+    assert train_bpe_from_counts(counts, vocab_size) == reference_train_from_counts(counts, vocab_size)
+
+
+def test_overlapping_runs_merge_left_to_right() -> None:
+    assert merge_word((b"a",) * 5, (b"a", b"a")) == (b"aa", b"aa", b"a")
+    # After (a, a): "aa aa a" has (aa, aa) and (aa, a) once each; the tie goes to the greater pair (aa, aa).
+    _, merges = train_bpe_from_counts({b"aaaaa": 1}, 258)
+    assert merges == [(b"a", b"a"), (b"aa", b"aa")]
+
+
+def test_ties_go_to_the_lexicographically_greater_pair() -> None:
+    counts = {b"ab": 1, b"cd": 1, b"b\xff": 1, b"ba": 1}
+    _, merges = train_bpe_from_counts(counts, 257)
+    assert merges == [max(((b"a", b"b"), (b"c", b"d"), (b"b", b"\xff"), (b"b", b"a")))]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=6), min_size=2, max_size=8))
+def test_reverse_order_key_reverses_bytes_order(tokens: list[bytes]) -> None:
+    assert sorted(tokens, key=_reverse_order_key) == sorted(tokens, reverse=True)
+
+
+def test_stops_early_when_no_pair_is_left() -> None:
+    vocab, merges = train_bpe_from_counts({b"abc": 3, b"d": 9}, 1000, [ENDOFTEXT])
+    assert merges == [(b"b", b"c"), (b"a", b"bc")]
+    assert len(vocab) == 256 + 2 + 1
+    assert vocab[258] == ENDOFTEXT.encode()
+
+
+def test_empty_inputs_give_the_byte_vocab(tmp_path: Path) -> None:
+    for vocab, merges in (train_bpe_from_iterator([], 300, [ENDOFTEXT]), train_bpe_from_iterator([""], 300),
+                          train_bpe_from_counts({}, 300), train_bpe_from_counts({b"a": 5, b"b": 1}, 300)):
+        assert merges == []
+        assert [vocab[i] for i in range(256)] == [bytes([i]) for i in range(256)]
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty.txt: file is empty"):
+        train_bpe(empty, 300, [ENDOFTEXT], num_workers=1)
+
+
+def test_special_tokens_get_the_last_ids_in_order() -> None:
+    vocab, merges = train_bpe_from_iterator(["hello hello<pad>hello"], 260, ["<pad>", ENDOFTEXT], num_workers=1)
+    assert len(merges) == 2
+    assert vocab[258] == b"<pad>" and vocab[259] == ENDOFTEXT.encode()
+
+
+def test_numpy_integer_counts_are_accepted() -> None:
+    counts = {b"hello": np.int64(3), b"help": np.int32(2)}
+    assert train_bpe_from_counts(counts, 260) == reference_train_from_counts({b"hello": 3, b"help": 2}, 260)
+
+
+def test_merge_pairs_returns_ids() -> None:
+    counts = Counter({b"abab": 2, b"ab": 1})
+    id_merges = merge_pairs(counts, 10)
+    _, merges = reference_train_from_counts(counts, 266)
+    vocab = {byte: bytes([byte]) for byte in range(256)}
+    for left, right in id_merges:
+        vocab[len(vocab)] = vocab[left] + vocab[right]
+    assert [(vocab[left], vocab[right]) for left, right in id_merges] == merges
+
+
+def test_verbose_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    train_bpe_from_iterator(["some text, some more text"], 270, [ENDOFTEXT], num_workers=1, verbose=True)
+    summary = capsys.readouterr().err
+    assert "merges in" in summary and "counted in" in summary and "peak memory" in summary
+
+
+@pytest.mark.parametrize(("vocab_size", "special_tokens", "error", "message"), [
+    (255, None, ValueError, "vocab_size 255 is too small: it must be at least 256"),
+    (256, [ENDOFTEXT], ValueError, "it must be at least 257 (256 byte tokens + 1 special tokens)"),
+    (300.0, None, TypeError, "vocab_size must be an int, got float"),
+    (True, None, TypeError, "vocab_size must be an int, got bool"),
+    (300, [ENDOFTEXT, ENDOFTEXT], ValueError, "duplicate special token '<|endoftext|>'"),
+    (300, [""], ValueError, "special tokens must not be empty strings"),
+    (300, ENDOFTEXT, TypeError, "special_tokens must be a sequence of str, not a str"),
+])
+def test_bad_arguments(vocab_size: int, special_tokens: list[str] | None, error: type[Exception], message: str,
+                       tmp_path: Path) -> None:
+    path = tmp_path / "corpus.txt"
+    path.write_text("some text")
+    with pytest.raises(error, match=re.escape(message)):
+        train_bpe_from_counts({b"ab": 1}, vocab_size, special_tokens)
+    with pytest.raises(error, match=re.escape(message)):
+        train_bpe_from_iterator(["some text"], vocab_size, special_tokens)
+    with pytest.raises(error, match=re.escape(message)):
+        train_bpe(path, vocab_size, special_tokens, num_workers=1)
+
+
+@pytest.mark.parametrize(("counts", "error", "message"), [
+    ({b"ab": 0}, ValueError, r"count of pre-token b'ab' must be positive, got 0"),
+    ({b"ab": -2}, ValueError, r"count of pre-token b'ab' must be positive, got -2"),
+    ({"ab": 1}, TypeError, r"counts keys must be bytes, got str: 'ab'"),
+    ({b"ab": 1.5}, TypeError, r"count of pre-token b'ab' must be an int, got float: 1.5"),
+    ([(b"ab", 1)], TypeError, r"counts must be a mapping from pre-token bytes to counts, got list"),
+    ({b"ab": 1 << 62, b"abc": 1 << 62}, ValueError, r"pre-token counts are too large"),
+])
+def test_bad_counts(counts: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        train_bpe_from_counts(counts, 300)  # type: ignore[arg-type]
