@@ -8,7 +8,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${HF_BPE_TF4_VENV:-$repo/.venv-tf4}"
-python="${PYTHON:-python3}"
+python="${HF_BPE_TF4_BASE_PYTHON:-python3}"
 requirements=(
     "transformers>=4.57,<5" "tokenizers" "datasets" "regex" "numpy" "tqdm"
     "pytest" "hypothesis" "tiktoken"

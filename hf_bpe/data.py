@@ -12,6 +12,9 @@ array (dtype, counts, eot id, tokenizer hash, dataset), and `load_tokens` memory
 >>> tokens = load_tokens("data", "train")  # doctest: +SKIP
 >>> documents = np.split(tokens, np.flatnonzero(tokens == eot_id) + 1)  # doctest: +SKIP
 
+Documents are encoded as ordinary text (nanoGPT's `encode_ordinary`): a special-token string inside a document stays
+text, so the end-of-text ids in the array are exactly the document boundaries.
+
 Each `map` batch becomes a single row holding that batch's ids already flattened (with the eot ids), so the arrow
 cache holds a few big arrays instead of millions of small lists. The `.bin` is written under a temporary name and
 renamed only when complete, so an interrupted run never leaves a `.bin` that looks finished.

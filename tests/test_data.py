@@ -154,6 +154,14 @@ def test_streaming_writes_the_same_bytes(tokenizer_dir, tmp_path):
     assert outputs[(True, 2)] == outputs[(False, 1)]
 
 
+def test_streaming_a_saved_dataset(tokenizer_dir, encoder, tmp_path):
+    import datasets
+
+    datasets.Dataset.from_dict({"text": DOCUMENTS}).save_to_disk(str(tmp_path / "saved"))
+    run(tokenizer_dir, str(tmp_path / "saved"), tmp_path / "out", tmp_path, streaming=True, num_proc=2, batch_size=2)
+    np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"), expected_tokens(DOCUMENTS, encoder, 0))
+
+
 def test_a_sliced_split(tokenizer_dir, encoder, tmp_path):
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
     metadata = run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], split="train[:3]")
