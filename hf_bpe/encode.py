@@ -27,6 +27,7 @@ import regex
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab
 from hf_bpe.pretokenize import (
+    GPT2_ASCII_REGEX,
     GPT2_REGEX,
     WHITESPACE_CHARS,
     special_tokens_regex,
@@ -34,13 +35,6 @@ from hf_bpe.pretokenize import (
     validate_special_tokens,
 )
 
-# The GPT-2 pattern restricted to ASCII text, for the stdlib `re` engine (about twice as fast as `regex` there): on
-# ASCII, \p{L} is [A-Za-z], \p{N} is [0-9] and \s is [\t\n\v\f\r ]. tests/test_encode.py checks it against
-# GPT2_REGEX.
-_ASCII_WHITESPACE = "\t\n\x0b\x0c\r "
-_ASCII_PRETOKEN_REGEX = re.compile(
-    rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_ASCII_WHITESPACE}A-Za-z0-9]+"""
-    rf"""|[{_ASCII_WHITESPACE}]+(?![^{_ASCII_WHITESPACE}])|[{_ASCII_WHITESPACE}]+""")
 # A space followed by a non-whitespace character: always a pre-token boundary (see hf_bpe.pretokenize).
 _SAFE_SPACE_REGEX = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
 
@@ -104,6 +98,7 @@ class Tokenizer:
             self._merged_ids.append(merged_id)  # type: ignore[arg-type]
         self._pretoken_cache: dict[str, tuple[int, ...]] = {}
         self._piece_cache: dict[str, tuple[int, ...]] = {}
+        self._batch_tables: _BatchTables | None = None  # built on the first large batch of new pre-tokens
 
     @classmethod
     def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
@@ -277,44 +272,58 @@ class Tokenizer:
             return list(chain.from_iterable(map(cache.__getitem__, pieces)))
         except KeyError:
             pass
-        uncacheable = self._cache_pieces(set(pieces))
+        uncacheable = self._cache_pieces(set(pieces), pieces[0])
         ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
         for piece in uncacheable:
             del cache[piece]
         return ids
 
-    def _cache_pieces(self, distinct: set[str]) -> list[str]:
+    def _cache_pieces(self, distinct: set[str], first: str) -> list[str]:
         """Put the pieces of `distinct` into the piece cache; return the new ones too long to stay cached.
 
-        Pre-tokenizing and joining happen through C-level `map`s; Python code runs only for the merges of
-        pre-tokens seen for the first time. A cache that would outgrow `max_cache_entries` is emptied first (it may
-        exceed the bound while one text alone has more distinct pieces).
+        `first` is the text's first piece, the only one that may not start with a safe space. So the missing pieces,
+        `first` leading, can be joined and pre-tokenized by one C-level `findall` per regex (ASCII or not), and the
+        pre-token ids regrouped into pieces by offsets, without a Python-level loop over pieces. New pre-tokens are
+        merged in one batch. A cache that would outgrow `max_cache_entries` is emptied first (it may exceed the bound
+        while one text alone has more distinct pieces).
         """
         cache = self._piece_cache
-        pieces = list(distinct.difference(cache))
-        if len(cache) + len(pieces) > self.max_cache_entries:
+        missing = distinct.difference(cache)
+        if len(cache) + len(missing) > self.max_cache_entries:
             cache.clear()
-            pieces = list(distinct)
+            missing = distinct
+        pieces = list(missing)
+        if first in missing:
+            pieces.remove(first)
+            pieces.insert(0, first)
         is_ascii = list(map(str.isascii, pieces))
-        ascii_pieces = list(compress(pieces, is_ascii))
-        other_pieces = list(compress(pieces, map(operator.not_, is_ascii)))
-        pretoken_lists = [*map(_ASCII_PRETOKEN_REGEX.findall, ascii_pieces), *map(GPT2_REGEX.findall, other_pieces)]
+        groups = [list(compress(pieces, is_ascii)), list(compress(pieces, map(operator.not_, is_ascii)))]
+        pretoken_lists = [GPT2_ASCII_REGEX.findall("".join(groups[0])), GPT2_REGEX.findall("".join(groups[1]))]
         pretoken_cache = self._pretoken_cache
         pretokens = set(chain.from_iterable(pretoken_lists))
-        new = pretokens.difference(pretoken_cache)
+        new = list(pretokens.difference(pretoken_cache))
         if len(pretoken_cache) + len(new) > self.max_cache_entries:
             pretoken_cache.clear()
-            new = pretokens
-        bpe = self._bpe
-        for pretoken in new:
-            pretoken_cache[pretoken] = bpe(pretoken)
-        # tuple(chain(*(pretoken_cache[p] for p in pretokens))) for each piece, without a Python-level loop.
-        piece_ids = map(tuple, map(chain.from_iterable, map(map, repeat(pretoken_cache.__getitem__), pretoken_lists)))
-        cache.update(zip(chain(ascii_pieces, other_pieces), piece_ids))
+            new = list(pretokens)
+        pretoken_cache.update(zip(new, self._bpe_many(new)))
+        for group, group_pretokens in zip(groups, pretoken_lists):
+            cache.update(zip(group, _regroup(group, group_pretokens, pretoken_cache)))
         for pretoken in new:
             if len(pretoken) > _MAX_CACHED_PIECE_LENGTH:
                 del pretoken_cache[pretoken]
         return [piece for piece in pieces if len(piece) > _MAX_CACHED_PIECE_LENGTH]
+
+    def _bpe_many(self, pretokens: list[str]) -> list[tuple[int, ...]]:
+        """`_bpe` of each pre-token; vectorised over all of them at once when there are many."""
+        if len(pretokens) < _MIN_BATCH_MERGE:
+            return list(map(self._bpe, pretokens))
+        if self._batch_tables is None:
+            self._batch_tables = _BatchTables(self._byte_ids, self._pair_ranks, self._merged_ids)
+        words = [pretoken.encode("utf-8") for pretoken in pretokens]
+        try:
+            return _merge_batch(words, self._batch_tables)
+        except _MissingByteError:
+            return list(map(self._bpe, pretokens))  # raises the error naming the pre-token
 
     def _bpe(self, pretoken: str) -> tuple[int, ...]:
         """Merge the bytes of one pre-token by rank: lowest rank first, leftmost first among equal ranks."""

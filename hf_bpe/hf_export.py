@@ -36,8 +36,9 @@ NO_MAX_LENGTH = int(1e30)
 REQUIRED_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
 SAVED_FILES = (*REQUIRED_FILES, "special_tokens_map.json", f"{MODULE_NAME}.py", "README.md")
 
-MODULE_SOURCE = f'''"""Lets `AutoTokenizer.from_pretrained(path, trust_remote_code=True)` load this directory as hf_bpe's
-`{CLASS_NAME}`. Without `trust_remote_code`, AutoTokenizer loads it as a `PreTrainedTokenizerFast` with identical ids.
+MODULE_SOURCE = f'''"""Lets `AutoTokenizer.from_pretrained(path, trust_remote_code=True)` load this directory as
+hf_bpe's `{CLASS_NAME}`. Without `trust_remote_code`, AutoTokenizer loads it as a `PreTrainedTokenizerFast`
+with identical ids.
 """
 
 try:
@@ -134,7 +135,8 @@ def named_special_tokens(special_tokens: Sequence[str], pad_token: str | None = 
     return named
 
 
-def tokenizer_config(named: dict[str, Any], special_ids: dict[str, int], model_max_length: int | None) -> dict[str, Any]:
+def tokenizer_config(named: dict[str, Any], special_ids: dict[str, int],
+                     model_max_length: int | None) -> dict[str, Any]:
     """The contents of `tokenizer_config.json`, readable by transformers 4 and 5."""
     added = {str(token_id): {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
                              "single_word": False, "special": True}

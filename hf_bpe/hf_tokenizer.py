@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from transformers import AddedToken, BatchEncoding, PreTrainedTokenizer
 from transformers.utils import PaddingStrategy, TensorType
 
@@ -283,6 +284,9 @@ class HFBPETokenizer(PreTrainedTokenizer):
             outputs = {key: value[0] for key, value in outputs.items()}
             if return_length:
                 outputs["length"] = [outputs["length"]]
+        elif return_tensors in ("np", TensorType.NUMPY) and _is_rectangular(outputs["input_ids"]):
+            # Same arrays as BatchEncoding would make, without its per-element check of nested lists.
+            outputs = {key: np.asarray(value) for key, value in outputs.items()}
         return BatchEncoding(outputs, tensor_type=return_tensors, prepend_batch_axis=not batched)
 
     # -------------------------------------------------------------------------------------------------- saving
@@ -382,6 +386,10 @@ def _truncate(ids: list[int], pair_ids: list[int] | None, strategy: TruncationSt
     if strategy == TruncationStrategy.ONLY_FIRST:
         return cut(ids, len(ids) - to_remove), pair_ids
     return ids, cut(target, len(target) - to_remove)
+
+
+def _is_rectangular(rows: list[list[int]]) -> bool:
+    return bool(rows) and len(rows[0]) > 0 and all(len(row) == len(rows[0]) for row in rows)
 
 
 def _string_pairs(texts: Any, pairs: Any) -> list[tuple[str, str | None]] | None:

@@ -1,10 +1,10 @@
 """Every way of loading a saved directory gives the same ids, each loader in a fresh process.
 
-The five loaders: (1) `AutoTokenizer.from_pretrained(dir)` with hf_bpe unimportable, (2) `tokenizers.Tokenizer.from_file`,
-(3) `HFBPETokenizer.from_pretrained`, (4) `AutoTokenizer.from_pretrained(dir, trust_remote_code=True)`, (5)
-`hf_bpe.Tokenizer.from_files`. Each runs in its own long-lived subprocess that answers encode requests over a pipe,
-so hypothesis can send many examples cheaply. The interpreter is `$HF_BPE_PYTHON` if set (`.ci/transformers4.sh`
-points it at a transformers 4 venv), else this one.
+The five loaders: (1) `AutoTokenizer.from_pretrained(dir)` with hf_bpe unimportable, (2)
+`tokenizers.Tokenizer.from_file`, (3) `HFBPETokenizer.from_pretrained`, (4) `AutoTokenizer.from_pretrained(dir,
+trust_remote_code=True)`, (5) `hf_bpe.Tokenizer.from_files`. Each runs in its own long-lived subprocess that
+answers encode requests over a pipe, so hypothesis can send many examples cheaply. The interpreter is
+`$HF_BPE_PYTHON` if set (`.ci/transformers4.sh` points it at a transformers 4 venv), else this one.
 """
 
 from __future__ import annotations
