@@ -29,6 +29,7 @@ from typing import Any
 
 from hf_bpe.cli import TRAINING_INFO_FILE  # hf_bpe_training.json, written by `hf-bpe train`
 from hf_bpe.errors import InputError
+from hf_bpe.files import write_text_atomically
 
 UNKNOWN = "unknown"
 LIBRARY_NAME = "transformers"
@@ -74,14 +75,7 @@ def write_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequenc
     directory = Path(directory)
     card = render_model_card(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
                              title=title)
-    path = directory / "README.md"
-    temporary = directory / f".README.md.tmp-{os.getpid()}"
-    try:
-        temporary.write_text(card, encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return write_text_atomically(directory / "README.md", card)
 
 
 def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import regex
 
 from hf_bpe.errors import InputError
@@ -42,6 +43,8 @@ _SAFE_SPACE_REGEX = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
 _MAX_CACHED_PIECE_LENGTH = 256
 # Pre-tokens with at most this many bytes are merged by repeated scans, longer ones with the heap.
 _MAX_SCAN_MERGE_LENGTH = 24
+# At least this many new pre-tokens are merged by `_merge_batch` (numpy), fewer one at a time.
+_MIN_BATCH_MERGE = 256
 # encode_iterable encodes the buffered text once it holds this many characters.
 _STREAM_WINDOW = 1 << 16
 _NO_RANK = sys.maxsize
@@ -166,19 +169,7 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"encode expects str, got {type(text).__name__}")
-        if self._special_split is None:
-            return self._encode_ordinary(text)
-        parts = self._special_split(text)
-        if len(parts) == 1:
-            return self._encode_ordinary(text)
-        ids: list[int] = []
-        special_ids = self._special_ids
-        for index, part in enumerate(parts):
-            if index % 2:
-                ids.append(special_ids[part])
-            elif part:
-                ids += self._encode_ordinary(part)
-        return ids
+        return self._encode_texts([text])[0]
 
     def encode_batch(self, texts: Sequence[str], num_workers: int | None = None) -> list[list[int]]:
         """Encode many texts, in `num_workers` processes (default: one per CPU) when there is enough text.
@@ -194,7 +185,7 @@ class Tokenizer:
             num_workers = os.cpu_count() or 1
         total_length = sum(map(len, texts))
         if num_workers <= 1 or len(texts) < 2 or total_length < _MIN_PARALLEL_LENGTH:
-            return [self.encode(text) for text in texts]
+            return self._encode_texts(texts)
         batches = _batches_by_length(texts, num_workers * 4)
         with _process_pool(num_workers, self) as pool:
             results = pool.map(_encode_in_worker, batches)
@@ -261,46 +252,62 @@ class Tokenizer:
         space = _last_safe_space(text, segment_start, min(limit, segment_end - 2))
         return max(space, segment_start)
 
-    def _encode_ordinary(self, text: str) -> list[int]:
-        """Encode text without special tokens: cut at safe spaces, map the pieces through the cache, flatten.
+    def _encode_texts(self, texts: list[str]) -> list[list[int]]:
+        """Encode texts: special tokens first (longest first), then the GPT-2 pre-tokens of the text between them.
 
-        All of that runs in C when every piece is cached; otherwise the missing pieces are encoded in one batch.
+        The text between special tokens is cut at safe spaces into pieces, which map to their ids through the piece
+        cache, all in C when every piece is cached. Otherwise the pieces missing from it, across all `texts`, are
+        encoded in one batch first.
         """
-        pieces = split_at_safe_spaces(text)
+        special_split = self._special_split
+        parts_per_text = [[text] for text in texts] if special_split is None else list(map(special_split, texts))
+        piece_lists = list(map(split_at_safe_spaces, chain.from_iterable(parts[::2] for parts in parts_per_text)))
         cache = self._piece_cache
         try:
-            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+            ordinary_ids = [list(chain.from_iterable(map(cache.__getitem__, pieces))) for pieces in piece_lists]
         except KeyError:
-            pass
-        uncacheable = self._cache_pieces(set(pieces), pieces[0])
-        ids = list(chain.from_iterable(map(cache.__getitem__, pieces)))
-        for piece in uncacheable:
-            del cache[piece]
-        return ids
+            uncacheable = self._cache_pieces(set(chain.from_iterable(piece_lists)),
+                                             {pieces[0] for pieces in piece_lists})
+            ordinary_ids = [list(chain.from_iterable(map(cache.__getitem__, pieces))) for pieces in piece_lists]
+            for piece in uncacheable:
+                del cache[piece]
+        results: list[list[int]] = []
+        next_ordinary = iter(ordinary_ids).__next__
+        special_ids = self._special_ids
+        for parts in parts_per_text:
+            if len(parts) == 1:
+                results.append(next_ordinary())
+                continue
+            ids = next_ordinary()
+            for index in range(1, len(parts), 2):
+                ids.append(special_ids[parts[index]])
+                ids += next_ordinary()
+            results.append(ids)
+        return results
 
-    def _cache_pieces(self, distinct: set[str], first: str) -> list[str]:
+    def _cache_pieces(self, distinct: set[str], firsts: set[str]) -> list[str]:
         """Put the pieces of `distinct` into the piece cache; return the new ones too long to stay cached.
 
-        `first` is the text's first piece, the only one that may not start with a safe space. So the missing pieces,
-        `first` leading, can be joined and pre-tokenized by one C-level `findall` per regex (ASCII or not), and the
-        pre-token ids regrouped into pieces by offsets, without a Python-level loop over pieces. New pre-tokens are
-        merged in one batch. A cache that would outgrow `max_cache_entries` is emptied first (it may exceed the bound
-        while one text alone has more distinct pieces).
+        Only the pieces in `firsts` (the first of each text) may not start with a safe space, so the other missing
+        pieces can be joined and pre-tokenized by one C-level `findall` per regex (ASCII or not), and the pre-token
+        ids regrouped into pieces by offsets, without a Python-level loop over pieces. New pre-tokens are merged in
+        one batch. A cache that would outgrow `max_cache_entries` is emptied first (it may exceed the bound while
+        one call alone has more distinct pieces).
         """
         cache = self._piece_cache
         missing = distinct.difference(cache)
         if len(cache) + len(missing) > self.max_cache_entries:
             cache.clear()
             missing = distinct
-        pieces = list(missing)
-        if first in missing:
-            pieces.remove(first)
-            pieces.insert(0, first)
+        first_pieces = list(missing.intersection(firsts))
+        pieces = list(missing.difference(firsts))
         is_ascii = list(map(str.isascii, pieces))
         groups = [list(compress(pieces, is_ascii)), list(compress(pieces, map(operator.not_, is_ascii)))]
         pretoken_lists = [GPT2_ASCII_REGEX.findall("".join(groups[0])), GPT2_REGEX.findall("".join(groups[1]))]
+        first_pretoken_lists = [(GPT2_ASCII_REGEX if piece.isascii() else GPT2_REGEX).findall(piece)
+                                for piece in first_pieces]
         pretoken_cache = self._pretoken_cache
-        pretokens = set(chain.from_iterable(pretoken_lists))
+        pretokens = set(chain(*pretoken_lists, *first_pretoken_lists))
         new = list(pretokens.difference(pretoken_cache))
         if len(pretoken_cache) + len(new) > self.max_cache_entries:
             pretoken_cache.clear()
@@ -308,10 +315,12 @@ class Tokenizer:
         pretoken_cache.update(zip(new, self._bpe_many(new)))
         for group, group_pretokens in zip(groups, pretoken_lists):
             cache.update(zip(group, _regroup(group, group_pretokens, pretoken_cache)))
+        for piece, piece_pretokens in zip(first_pieces, first_pretoken_lists):
+            cache[piece] = tuple(chain.from_iterable(map(pretoken_cache.__getitem__, piece_pretokens)))
         for pretoken in new:
             if len(pretoken) > _MAX_CACHED_PIECE_LENGTH:
                 del pretoken_cache[pretoken]
-        return [piece for piece in pieces if len(piece) > _MAX_CACHED_PIECE_LENGTH]
+        return [piece for piece in missing if len(piece) > _MAX_CACHED_PIECE_LENGTH]
 
     def _bpe_many(self, pretokens: list[str]) -> list[tuple[int, ...]]:
         """`_bpe` of each pre-token; vectorised over all of them at once when there are many."""
@@ -458,6 +467,103 @@ def _merge_with_heap(ids: list[int], pair_ranks: dict[tuple[int, int], int], mer
     return [token_id for token_id, is_alive in zip(ids, alive) if is_alive]
 
 
+def _regroup(pieces: list[str], pretokens: list[str], pretoken_ids: Mapping[str, tuple[int, ...]]
+             ) -> Iterator[tuple[int, ...]]:
+    """The ids of each piece, given the pre-tokens of "".join(pieces), which no pre-token crosses.
+
+    >>> list(_regroup(["a,", " b"], ["a", ",", " b"], {"a": (1,), ",": (2,), " b": (3, 4)}))
+    [(1, 2), (3, 4)]
+    """
+    ids_of = list(map(pretoken_ids.__getitem__, pretokens))
+    flat_ids = tuple(chain.from_iterable(ids_of))
+    # Pieces end where pre-tokens end: find each piece's end among the pre-tokens' ends (in characters), and take
+    # that pre-token's end in flat_ids.
+    char_ends = np.cumsum(np.fromiter(map(len, pretokens), dtype=np.int64, count=len(pretokens)))
+    id_ends = np.cumsum(np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of)))
+    piece_ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    # An empty piece (only ever a text's first) ends at 0, before the first pre-token: prepend that end.
+    ends = np.append(0, id_ends)[np.searchsorted(char_ends, piece_ends, side="right")].tolist()
+    return map(flat_ids.__getitem__, map(slice, [0, *ends], ends))
+
+
+class _MissingByteError(Exception):
+    """A pre-token has a byte without a token; the scalar path reports which."""
+
+
+class _BatchTables:
+    """The merge tables as numpy arrays, for `_merge_batch`."""
+
+    def __init__(self, byte_ids: dict[int, int], pair_ranks: dict[tuple[int, int], int], merged_ids: list[int]):
+        self.byte_ids = np.full(256, -1, dtype=np.int64)
+        self.byte_ids[list(byte_ids)] = list(byte_ids.values())
+        pairs = np.array(list(pair_ranks), dtype=np.int64).reshape(-1, 2)
+        ranks = np.fromiter(pair_ranks.values(), dtype=np.int64, count=len(pair_ranks))
+        self.merged_ids = np.array(merged_ids, dtype=np.int64)
+        self.key_base = max(int(pairs.max(initial=0)), int(self.merged_ids.max(initial=0))) + 1
+        keys = pairs[:, 0] * self.key_base + pairs[:, 1]
+        order = np.argsort(keys)
+        # A sentinel key above every real one keeps searchsorted positions in range.
+        self.keys = np.append(keys[order], np.iinfo(np.int64).max)
+        self.ranks = np.append(ranks[order], _NO_RANK)
+        # Monotone: every merge using a token ranks after every merge producing it (true of trained merges). Then
+        # merging the lowest-rank pair never creates a pair of lower or equal rank, so all non-overlapping
+        # occurrences of it in a word can be merged in one step.
+        first_use = np.full(self.key_base, _NO_RANK, dtype=np.int64)
+        np.minimum.at(first_use, pairs[:, 0], ranks)
+        np.minimum.at(first_use, pairs[:, 1], ranks)
+        self.monotone = bool(np.all(first_use[self.merged_ids[ranks]] > ranks))
+
+
+def _merge_batch(words: list[bytes], tables: _BatchTables) -> list[tuple[int, ...]]:
+    """Merge many words at once with numpy, lowest rank first and leftmost first within each word.
+
+    Each step finds every unfinished word's lowest pair rank and merges its leftmost occurrence (for monotone
+    merges: all its non-overlapping occurrences, leftmost first); finished words leave the arrays.
+    """
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    ids = tables.byte_ids[np.frombuffer(b"".join(words), dtype=np.uint8)]
+    if ids.size and ids.min() < 0:
+        raise _MissingByteError
+    word = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
+    finished_ids: list[np.ndarray] = []
+    finished_words: list[np.ndarray] = []
+    while ids.size:
+        count = ids.size
+        same_word = word[1:] == word[:-1]
+        keys = ids[:-1] * tables.key_base + ids[1:]
+        found = np.searchsorted(tables.keys, keys)
+        rank = np.full(count, _NO_RANK, dtype=np.int64)
+        rank[:-1] = np.where((tables.keys[found] == keys) & same_word, tables.ranks[found], _NO_RANK)
+        starts = np.flatnonzero(np.concatenate(([True], ~same_word)))
+        word_min = np.minimum.reduceat(rank, starts)
+        element_min = np.repeat(word_min, np.diff(np.append(starts, count)))
+        finished = element_min == _NO_RANK
+        candidate = (rank == element_min) & ~finished
+        positions = np.arange(count)
+        if not tables.monotone:
+            first = np.minimum.reduceat(np.where(candidate, positions, count), starts)
+            candidate[:] = False
+            candidate[first[first < count]] = True
+        elif (candidate[1:] & candidate[:-1]).any():
+            # A run of candidates is a repeated pair (x, x): take every other one from the left.
+            run_start = np.where(candidate & ~np.concatenate(([False], candidate[:-1])), positions, 0)
+            np.maximum.accumulate(run_start, out=run_start)
+            candidate &= (positions - run_start) % 2 == 0
+        take = np.flatnonzero(candidate)
+        ids[take] = tables.merged_ids[rank[take]]
+        if finished.any():
+            finished_ids.append(ids[finished])
+            finished_words.append(word[finished])
+        keep = ~finished
+        keep[take + 1] = False
+        ids, word = ids[keep], word[keep]
+    all_words = np.concatenate(finished_words) if finished_words else np.zeros(0, dtype=np.int64)
+    order = np.argsort(all_words, kind="stable")
+    flat_ids = tuple((np.concatenate(finished_ids)[order] if finished_ids else all_words).tolist())
+    ends = np.cumsum(np.bincount(all_words, minlength=len(words))).tolist()
+    return list(map(flat_ids.__getitem__, map(slice, [0, *ends], ends)))
+
+
 class _MergeError(ValueError):
     """A merge that does not fit the vocab; `from_files` turns it into an InputError naming the merges.txt line."""
 
@@ -513,4 +619,4 @@ def _init_worker(tokenizer: Tokenizer) -> None:
 
 def _encode_in_worker(texts: list[str]) -> list[list[int]]:
     assert _worker_tokenizer is not None
-    return [_worker_tokenizer.encode(text) for text in texts]
+    return _worker_tokenizer._encode_texts(texts)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from hf_bpe.errors import InputError
+from hf_bpe.files import write_text_atomically
 
 MERGES_HEADER = "#version: 0.2"
 
@@ -73,9 +74,9 @@ def save_gpt2(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], direct
         vocab_strings[text] = token_id
     vocab_path = directory / "vocab.json"
     merges_path = directory / "merges.txt"
-    _write_atomically(vocab_path, json.dumps(vocab_strings, ensure_ascii=False, indent=2) + "\n")
+    write_text_atomically(vocab_path, json.dumps(vocab_strings, ensure_ascii=False, indent=2) + "\n")
     lines = [MERGES_HEADER] + [f"{token_to_str(left)} {token_to_str(right)}" for left, right in merges]
-    _write_atomically(merges_path, "\n".join(lines) + "\n")
+    write_text_atomically(merges_path, "\n".join(lines) + "\n")
     return vocab_path, merges_path
 
 
@@ -165,8 +166,3 @@ def _line_of(text: str, token_text: str) -> int:
         index = text.find(json.dumps(token_text) + ":")
     return text.count("\n", 0, index) + 1 if index >= 0 else 0
 
-
-def _write_atomically(path: Path, content: str) -> None:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    temporary.write_text(content, encoding="utf-8")
-    os.replace(temporary, path)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe.errors import InputError
+from hf_bpe.files import write_text_atomically
 from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab, save_gpt2, token_to_str
 from hf_bpe.pretokenize import validate_special_tokens
 
@@ -98,15 +99,15 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     directory.mkdir(parents=True, exist_ok=True)
     save_gpt2(vocab, list(merges), directory, special_tokens)
     special_ids = {special: ids_by_token[special.encode("utf-8")] for special in special_tokens}
-    _write_text(directory / "tokenizer.json", build_tokenizers_json(vocab, merges, special_tokens))
+    write_text_atomically(directory / "tokenizer.json", build_tokenizers_json(vocab, merges, special_tokens))
     named = named_special_tokens(special_tokens, pad_token)
     _write_json(directory / "tokenizer_config.json",
                 tokenizer_config(named, special_ids, model_max_length))
     _write_json(directory / "special_tokens_map.json", named)
-    _write_text(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
+    write_text_atomically(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
     card = directory / "README.md"
     if not card.exists():
-        _write_text(card, MINIMAL_CARD.format(vocab_size=len(vocab), merge_count=len(merges),
+        write_text_atomically(card, MINIMAL_CARD.format(vocab_size=len(vocab), merge_count=len(merges),
                                               specials=", ".join(f"`{s}`" for s in special_tokens) or "none"))
     return directory
 
@@ -277,10 +278,5 @@ def _read_json(path: Path) -> Any:
 
 
 def _write_json(path: Path, content: Any) -> None:
-    _write_text(path, json.dumps(content, ensure_ascii=False, indent=2) + "\n")
+    write_text_atomically(path, json.dumps(content, ensure_ascii=False, indent=2) + "\n")
 
-
-def _write_text(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)

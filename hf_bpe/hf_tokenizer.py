@@ -167,25 +167,10 @@ class HFBPETokenizer(PreTrainedTokenizer):
 
     # -------------------------------------------------------------------------------------------------- encoding
 
-    def _encode_plus(self, text: Any, text_pair: Any = None, add_special_tokens: bool = True,
-                     padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
-                     truncation_strategy: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE,
-                     max_length: int | None = None, stride: int = 0, is_split_into_words: bool = False,
-                     pad_to_multiple_of: int | None = None, padding_side: str | None = None,
-                     return_tensors: str | TensorType | None = None, return_token_type_ids: bool | None = None,
-                     return_attention_mask: bool | None = None, return_overflowing_tokens: bool = False,
-                     return_special_tokens_mask: bool = False, return_offsets_mapping: bool = False,
-                     return_length: bool = False, verbose: bool = True, **kwargs: Any) -> BatchEncoding:
+    def _encode_plus(self, text: Any, text_pair: Any = None, **kwargs: Any) -> BatchEncoding:
         # transformers 5 sends single texts and batches here; 4 sends single texts here, batches to
         # _batch_encode_plus.
-        options = dict(add_special_tokens=add_special_tokens, padding_strategy=padding_strategy,
-                       truncation_strategy=truncation_strategy, max_length=max_length, stride=stride,
-                       is_split_into_words=is_split_into_words, pad_to_multiple_of=pad_to_multiple_of,
-                       padding_side=padding_side, return_tensors=return_tensors,
-                       return_token_type_ids=return_token_type_ids, return_attention_mask=return_attention_mask,
-                       return_overflowing_tokens=return_overflowing_tokens,
-                       return_special_tokens_mask=return_special_tokens_mask,
-                       return_offsets_mapping=return_offsets_mapping, return_length=return_length, verbose=verbose)
+        options, kwargs = _split_encode_options(kwargs)
         if isinstance(text, str) and (text_pair is None or isinstance(text_pair, str)):
             pairs = [(text, text_pair)]
             batched = False
@@ -196,24 +181,9 @@ class HFBPETokenizer(PreTrainedTokenizer):
             return super()._encode_plus(text, text_pair=text_pair, **options, **kwargs)
         return self._encode_directly(pairs, batched, kwargs.get("split_special_tokens"), **options)
 
-    def _batch_encode_plus(self, batch_text_or_text_pairs: Any, add_special_tokens: bool = True,
-                           padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
-                           truncation_strategy: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE,
-                           max_length: int | None = None, stride: int = 0, is_split_into_words: bool = False,
-                           pad_to_multiple_of: int | None = None, padding_side: str | None = None,
-                           return_tensors: str | TensorType | None = None, return_token_type_ids: bool | None = None,
-                           return_attention_mask: bool | None = None, return_overflowing_tokens: bool = False,
-                           return_special_tokens_mask: bool = False, return_offsets_mapping: bool = False,
-                           return_length: bool = False, verbose: bool = True, **kwargs: Any) -> BatchEncoding:
+    def _batch_encode_plus(self, batch_text_or_text_pairs: Any, **kwargs: Any) -> BatchEncoding:
         # transformers 4 only.
-        options = dict(add_special_tokens=add_special_tokens, padding_strategy=padding_strategy,
-                       truncation_strategy=truncation_strategy, max_length=max_length, stride=stride,
-                       is_split_into_words=is_split_into_words, pad_to_multiple_of=pad_to_multiple_of,
-                       padding_side=padding_side, return_tensors=return_tensors,
-                       return_token_type_ids=return_token_type_ids, return_attention_mask=return_attention_mask,
-                       return_overflowing_tokens=return_overflowing_tokens,
-                       return_special_tokens_mask=return_special_tokens_mask,
-                       return_offsets_mapping=return_offsets_mapping, return_length=return_length, verbose=verbose)
+        options, kwargs = _split_encode_options(kwargs)
         pairs = _string_pairs(batch_text_or_text_pairs, None)
         if pairs is None or not self._can_encode_directly(options, kwargs):
             return super()._batch_encode_plus(batch_text_or_text_pairs, **options, **kwargs)  # type: ignore[misc]
@@ -346,6 +316,23 @@ def _class_mismatch_warning_silenced() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(log_filter)
+
+
+# The keyword arguments transformers passes to `_encode_plus` / `_batch_encode_plus`, with their defaults there.
+_ENCODE_OPTION_DEFAULTS: dict[str, Any] = dict(
+    add_special_tokens=True, padding_strategy=PaddingStrategy.DO_NOT_PAD,
+    truncation_strategy=TruncationStrategy.DO_NOT_TRUNCATE, max_length=None, stride=0, is_split_into_words=False,
+    pad_to_multiple_of=None, padding_side=None, return_tensors=None, return_token_type_ids=None,
+    return_attention_mask=None, return_overflowing_tokens=False, return_special_tokens_mask=False,
+    return_offsets_mapping=False, return_length=False, verbose=True,
+)
+
+
+def _split_encode_options(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split `_encode_plus` keyword arguments into the known options (defaults filled in) and the rest."""
+    options = {name: kwargs.get(name, default) for name, default in _ENCODE_OPTION_DEFAULTS.items()}
+    rest = {name: value for name, value in kwargs.items() if name not in _ENCODE_OPTION_DEFAULTS}
+    return options, rest
 
 
 def _truncate(ids: list[int], pair_ids: list[int] | None, strategy: TruncationStrategy, max_length: int,
