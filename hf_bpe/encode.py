@@ -261,16 +261,23 @@ class Tokenizer:
         """
         special_split = self._special_split
         parts_per_text = [[text] for text in texts] if special_split is None else list(map(special_split, texts))
-        piece_lists = list(map(split_at_safe_spaces, chain.from_iterable(parts[::2] for parts in parts_per_text)))
-        cache = self._piece_cache
-        try:
-            ordinary_ids = [list(chain.from_iterable(map(cache.__getitem__, pieces))) for pieces in piece_lists]
-        except KeyError:
-            uncacheable = self._cache_pieces(set(chain.from_iterable(piece_lists)),
-                                             {pieces[0] for pieces in piece_lists})
-            ordinary_ids = [list(chain.from_iterable(map(cache.__getitem__, pieces))) for pieces in piece_lists]
+        lookup = self._piece_cache.__getitem__
+        ordinary_ids: list[list[int]] = []
+        missed: dict[int, list[str]] = {}  # index in ordinary_ids -> pieces, where a piece is not cached
+        for part in chain.from_iterable(parts[::2] for parts in parts_per_text):
+            pieces = split_at_safe_spaces(part)
+            try:
+                ordinary_ids.append(list(chain.from_iterable(map(lookup, pieces))))
+            except KeyError:
+                missed[len(ordinary_ids)] = pieces
+                ordinary_ids.append([])
+        if missed:
+            uncacheable = self._cache_pieces(set(chain.from_iterable(missed.values())),
+                                             {pieces[0] for pieces in missed.values()})
+            for index, pieces in missed.items():
+                ordinary_ids[index] = list(chain.from_iterable(map(lookup, pieces)))
             for piece in uncacheable:
-                del cache[piece]
+                del self._piece_cache[piece]
         results: list[list[int]] = []
         next_ordinary = iter(ordinary_ids).__next__
         special_ids = self._special_ids
@@ -518,50 +525,62 @@ def _merge_batch(words: list[bytes], tables: _BatchTables) -> list[tuple[int, ..
     """Merge many words at once with numpy, lowest rank first and leftmost first within each word.
 
     Each step finds every unfinished word's lowest pair rank and merges its leftmost occurrence (for monotone
-    merges: all its non-overlapping occurrences, leftmost first); finished words leave the arrays.
+    merges: all its non-overlapping occurrences, leftmost first); finished words leave the arrays, and only the
+    pair ranks next to a merge are looked up again.
     """
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     ids = tables.byte_ids[np.frombuffer(b"".join(words), dtype=np.uint8)]
     if ids.size and ids.min() < 0:
         raise _MissingByteError
     word = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
+    rank = _pair_ranks_at(np.arange(ids.size), ids, word, tables)  # rank[i]: the pair (ids[i], ids[i + 1])
     finished_ids: list[np.ndarray] = []
     finished_words: list[np.ndarray] = []
     while ids.size:
         count = ids.size
-        same_word = word[1:] == word[:-1]
-        keys = ids[:-1] * tables.key_base + ids[1:]
-        found = np.searchsorted(tables.keys, keys)
-        rank = np.full(count, _NO_RANK, dtype=np.int64)
-        rank[:-1] = np.where((tables.keys[found] == keys) & same_word, tables.ranks[found], _NO_RANK)
-        starts = np.flatnonzero(np.concatenate(([True], ~same_word)))
+        starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+        word_lengths = np.diff(np.append(starts, count))
         word_min = np.minimum.reduceat(rank, starts)
-        element_min = np.repeat(word_min, np.diff(np.append(starts, count)))
-        finished = element_min == _NO_RANK
-        candidate = (rank == element_min) & ~finished
-        positions = np.arange(count)
+        candidate = rank == np.repeat(word_min, word_lengths)
+        keep = np.ones(count, dtype=bool)
+        finished_word = word_min == _NO_RANK
+        if finished_word.any():
+            finished = np.repeat(finished_word, word_lengths)
+            finished_ids.append(ids[finished])
+            finished_words.append(word[finished])
+            candidate &= ~finished
+            keep &= ~finished
         if not tables.monotone:
-            first = np.minimum.reduceat(np.where(candidate, positions, count), starts)
+            first = np.minimum.reduceat(np.where(candidate, np.arange(count), count), starts)
             candidate[:] = False
             candidate[first[first < count]] = True
         elif (candidate[1:] & candidate[:-1]).any():
             # A run of candidates is a repeated pair (x, x): take every other one from the left.
+            positions = np.arange(count)
             run_start = np.where(candidate & ~np.concatenate(([False], candidate[:-1])), positions, 0)
             np.maximum.accumulate(run_start, out=run_start)
             candidate &= (positions - run_start) % 2 == 0
         take = np.flatnonzero(candidate)
         ids[take] = tables.merged_ids[rank[take]]
-        if finished.any():
-            finished_ids.append(ids[finished])
-            finished_words.append(word[finished])
-        keep = ~finished
         keep[take + 1] = False
-        ids, word = ids[keep], word[keep]
+        merged_at = (np.cumsum(keep) - 1)[take]
+        ids, word, rank = ids[keep], word[keep], rank[keep]
+        changed = np.concatenate((merged_at[merged_at > 0] - 1, merged_at))
+        rank[changed] = _pair_ranks_at(changed, ids, word, tables)
     all_words = np.concatenate(finished_words) if finished_words else np.zeros(0, dtype=np.int64)
     order = np.argsort(all_words, kind="stable")
     flat_ids = tuple((np.concatenate(finished_ids)[order] if finished_ids else all_words).tolist())
     ends = np.cumsum(np.bincount(all_words, minlength=len(words))).tolist()
     return list(map(flat_ids.__getitem__, map(slice, [0, *ends], ends)))
+
+
+def _pair_ranks_at(positions: np.ndarray, ids: np.ndarray, word: np.ndarray, tables: _BatchTables) -> np.ndarray:
+    """The rank of the pair (ids[p], ids[p + 1]) for each p in `positions`; _NO_RANK at a word's end or no merge."""
+    right = np.minimum(positions + 1, ids.size - 1)
+    keys = ids[positions] * tables.key_base + ids[right]
+    found = np.searchsorted(tables.keys, keys)
+    valid = (tables.keys[found] == keys) & (word[right] == word[positions]) & (right > positions)
+    return np.where(valid, tables.ranks[found], _NO_RANK)
 
 
 class _MergeError(ValueError):

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.encode as encode_module
-from hf_bpe.encode import Tokenizer, _merge_by_scanning, _merge_with_heap
+from hf_bpe.encode import Tokenizer, _BatchTables, _merge_batch, _merge_by_scanning, _merge_with_heap
 from hf_bpe.errors import InputError
-from hf_bpe.gpt2_format import load_gpt2, save_gpt2
+from hf_bpe.gpt2_format import load_gpt2, save_gpt2, token_to_str
 from hf_bpe.pretokenize import GPT2_PATTERN, GPT2_REGEX, split_at_safe_spaces
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -160,18 +160,6 @@ def test_without_special_tokens_the_end_of_text_marker_is_ordinary_text(text: st
     assert gpt2_tokenizer_without_specials().decode(ids) == text
 
 
-@FAST
-@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
-def test_ascii_pretoken_regex_equals_gpt2_regex(text: str) -> None:
-    assert encode_module._ASCII_PRETOKEN_REGEX.findall(text) == GPT2_REGEX.findall(text)
-
-
-def test_ascii_pretoken_regex_on_every_ascii_pair() -> None:
-    characters = [chr(code) for code in range(128)]
-    text = "".join(first + second + " " + first + "s'" + second for first in characters for second in characters)
-    assert encode_module._ASCII_PRETOKEN_REGEX.findall(text) == GPT2_REGEX.findall(text)
-
-
 # A random (untrained) merge list over a few letters: tokens may be unreachable, ranks arbitrary, so the merge order
 # rules (lowest rank first, leftmost first) are exercised far beyond what a trained vocab shows.
 @st.composite
@@ -212,6 +200,64 @@ def test_heap_merge_equals_scanning_merge(ids: list[int], rng: random.Random) ->
         merged_ids.append(rng.randrange(8))
     assert _merge_with_heap(list(ids), pair_ranks, merged_ids) == _merge_by_scanning(list(ids), pair_ranks,
                                                                                      merged_ids)
+
+
+@FAST
+@given(random_bpe(), st.lists(st.text(alphabet="abc \n", min_size=1, max_size=30), max_size=30))
+def test_batch_merge_equals_one_at_a_time(bpe: tuple[dict[int, bytes], list[tuple[bytes, bytes]]],
+                                          words: list[str]) -> None:
+    vocab, merges = bpe
+    tokenizer = Tokenizer(vocab, merges)
+    tables = _BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
+    assert _merge_batch([word.encode() for word in words], tables) == [tokenizer._bpe(word) for word in words]
+
+
+def test_batch_merge_takes_every_other_occurrence_of_a_repeated_pair() -> None:
+    vocab = {byte: bytes([byte]) for byte in range(256)} | {256: b"aa", 257: b"aaaa"}
+    tokenizer = Tokenizer(vocab, [(b"a", b"a"), (b"aa", b"aa")])
+    tables = _BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
+    assert tables.monotone
+    words = ["a" * length for length in range(1, 12)] + ["baaab", ""]
+    assert _merge_batch([word.encode() for word in words], tables) == [tokenizer._bpe(word) for word in words]
+
+
+def unreachable_bpe() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Hand-built merges whose tokens " abc" and "xyz" are unreachable: BPE of their own bytes ends elsewhere
+    (" a" merges before "bc", and "xy" before "yz"). "qq q" ranks before "q q" makes "qq", so the merges are not
+    monotone, and both modes of `_merge_batch` run (the fixture vocab is monotone)."""
+    vocab = {byte: bytes([byte]) for byte in range(256)}
+    merges = [(b" ", b"a"), (b"b", b"c"), (b"x", b"y"), (b"y", b"z"), (b" a", b"b"), (b"a", b"bc"),
+              (b" ", b"abc"), (b"x", b"yz"), (b"yz", b"x"), (b"qq", b"q"), (b"q", b"q"), (b"qq", b"qq")]
+    for left, right in merges:
+        if left + right not in vocab.values():
+            vocab[len(vocab)] = left + right
+    return vocab, merges
+
+
+def test_unreachable_tokens_equal_hf_tokenizers_and_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab, merges = unreachable_bpe()
+    tokenizer = Tokenizer(vocab, merges, [EOT])
+    for token in (" abc", "xyz"):
+        assert tokenizer.encode(token) != [tokenizer.token_to_id(token)]
+    tables = _BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
+    assert not tables.monotone
+    rng = random.Random(1)
+    words = [" abc", "abc", "xyz", "yzx", "qqqqq", "qqq", " a", "bc", "xyzx", "é", "日本"]
+    text = EOT.join("".join(rng.choice(words) + rng.choice(["", " ", "\n", ","]) for _ in range(40))
+                    for _ in range(30))
+    expected = reference_encode(text, dict(tokenizer.vocab), merges, [EOT])
+    hf_vocab = {token_to_str(token): token_id for token_id, token in tokenizer.vocab.items()}
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE(hf_vocab, [(token_to_str(left), token_to_str(right))
+                                                               for left, right in merges]))
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    hf.add_special_tokens([EOT])
+    assert hf.encode(text).ids == expected
+    monkeypatch.setattr(encode_module, "_MIN_BATCH_MERGE", 0)
+    assert tokenizer.encode(text) == expected
+    assert Tokenizer(vocab, merges, [EOT]).encode_batch(text.split(EOT), num_workers=1) == [
+        reference_encode(document, dict(tokenizer.vocab), merges, []) for document in text.split(EOT)]
+    monkeypatch.setattr(encode_module, "_MIN_BATCH_MERGE", 10**9)
+    assert Tokenizer(vocab, merges, [EOT]).encode(text) == expected
 
 
 def test_longest_special_token_wins_when_special_tokens_overlap() -> None:
