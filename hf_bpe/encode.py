@@ -14,7 +14,6 @@ import heapq
 import multiprocessing
 import operator
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, compress, repeat
@@ -30,14 +29,12 @@ from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
-    WHITESPACE_CHARS,
+    SAFE_SPACE_REGEX,
     special_tokens_regex,
     split_at_safe_spaces,
     validate_special_tokens,
 )
 
-# A space followed by a non-whitespace character: always a pre-token boundary (see hf_bpe.pretokenize).
-_SAFE_SPACE_REGEX = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
 
 # Pieces longer than this are encoded but not cached, so one huge piece cannot pin memory.
 _MAX_CACHED_PIECE_LENGTH = 256
@@ -398,7 +395,7 @@ def _last_safe_space(text: str, low: int, high: int) -> int:
     while high >= low:
         window_start = max(low, high - width)
         last = -1
-        for match in _SAFE_SPACE_REGEX.finditer(text, window_start, high + 2):
+        for match in SAFE_SPACE_REGEX.finditer(text, window_start, high + 2):
             last = match.start()
         if last >= 0 or window_start == low:
             return last

@@ -34,7 +34,8 @@ WHITESPACE_CHARS = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-_SAFE_SPACE = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
+# Matches (zero-width) before each safe space: a space followed by a non-whitespace character.
+SAFE_SPACE_REGEX = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
 _WS = "[" + re.escape(WHITESPACE_CHARS) + "]"
 _NON_WS = "[^" + re.escape(WHITESPACE_CHARS) + "]"
 _PIECE = re.compile(f" ?{_NON_WS}+|{_WS}+(?!{_NON_WS})|{_WS}")
@@ -65,7 +66,7 @@ def split_at_safe_spaces(text: str) -> list[str]:
     >>> split_at_safe_spaces("the cat  sat\\n on")
     ['the', ' cat ', ' sat\\n', ' on']
     """
-    return _SAFE_SPACE.split(text)
+    return SAFE_SPACE_REGEX.split(text)
 
 
 def split_into_pieces(text: str) -> list[str]:
