@@ -58,19 +58,11 @@ class TiktokenEncoder:
 
 
 def build_tiktoken(tokenizer_dir: str) -> Any:
-    """tiktoken merges the adjacent pair whose concatenation has the lowest rank: with ids as ranks that is the BPE
-    merge order, because merged tokens are numbered in merge order. Only vocab.json is needed."""
-    import tiktoken
+    from hf_bpe.hf_export import load_tokenizer_directory
+    from hf_bpe.tiktoken_compat import tiktoken_encoding
 
-    from hf_bpe.gpt2_format import load_gpt2_vocab
-    from hf_bpe.pretokenize import GPT2_PATTERN
-
-    config = json.loads((Path(tokenizer_dir) / "tokenizer_config.json").read_text(encoding="utf-8"))
-    special_tokens = {entry["content"].encode("utf-8") for entry in config.get("added_tokens_decoder", {}).values()}
-    vocab = load_gpt2_vocab(Path(tokenizer_dir) / "vocab.json")
-    ranks = {token: token_id for token_id, token in vocab.items() if token not in special_tokens}
-    specials = {token.decode("utf-8"): token_id for token_id, token in vocab.items() if token in special_tokens}
-    return tiktoken.Encoding(name="bench", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
+    return tiktoken_encoding(vocab, merges, special_tokens, name="bench")
 
 
 def make_jsonl(data_file: Path, out: Path, max_bytes: int | None) -> tuple[Path, int, int]:

@@ -22,16 +22,14 @@ import tokenizers
 
 from hf_bpe.encode import Tokenizer
 from hf_bpe.gpt2_format import load_gpt2
-from hf_bpe.pretokenize import GPT2_PATTERN
+from hf_bpe.tiktoken_compat import tiktoken_encoding
 
 EOT = "<|endoftext|>"
 
 
 def build_tiktoken(vocab_path: Path, merges_path: Path) -> tiktoken.Encoding:
-    vocab, _ = load_gpt2(vocab_path, merges_path)
-    eot_id = next(token_id for token_id, token in vocab.items() if token == EOT.encode())
-    ranks = {token: token_id for token_id, token in vocab.items() if token_id != eot_id}
-    return tiktoken.Encoding("bench", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={EOT: eot_id})
+    vocab, merges = load_gpt2(vocab_path, merges_path)
+    return tiktoken_encoding(vocab, merges, [EOT], name="bench")
 
 
 def build_hf(vocab_path: Path, merges_path: Path) -> tokenizers.Tokenizer:

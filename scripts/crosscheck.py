@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab
-from hf_bpe.pretokenize import GPT2_PATTERN
+from hf_bpe.tiktoken_compat import tiktoken_encoding
 
 ENDOFTEXT = "<|endoftext|>"
 Encoder = Callable[[list[str]], list[list[int]]]
@@ -77,26 +77,10 @@ def auto_tokenizer_encoder(directory: Path, specials: list[str]) -> Encoder:
 
 
 def tiktoken_encoder(directory: Path, specials: list[str]) -> Encoder:
-    """tiktoken merges the adjacent pair whose concatenation has the lowest rank, so a token's rank is the position of
-    the merge that makes it; ranks are mapped back to the directory's ids."""
-    import tiktoken
-
     vocab = load_gpt2_vocab(directory / "vocab.json")
     merges = load_gpt2_merges(directory / "merges.txt")
-    ids = {token: token_id for token_id, token in vocab.items()}
-    ranks: dict[bytes, int] = {bytes([byte]): byte for byte in range(256)}
-    for left, right in merges:
-        ranks.setdefault(left + right, len(ranks))
-    special_ranks = {special: len(ranks) + index for index, special in enumerate(specials)}
-    id_of_rank = [ids[token] for token in ranks] + [ids[special.encode("utf-8")] for special in specials]
-    encoding = tiktoken.Encoding(name=f"crosscheck-{directory.name}", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                                 special_tokens=special_ranks)
-
-    def encode(texts: list[str]) -> list[list[int]]:
-        batches = encoding.encode_batch(texts, allowed_special="all", disallowed_special=())
-        return [[id_of_rank[rank] for rank in ranks_of_text] for ranks_of_text in batches]
-
-    return encode
+    encoding = tiktoken_encoding(vocab, merges, specials, name=f"crosscheck-{directory.name}")
+    return lambda texts: encoding.encode_batch(texts, allowed_special="all", disallowed_special=())
 
 
 ENCODERS: dict[str, Callable[[Path, list[str]], Encoder]] = {

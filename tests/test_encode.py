@@ -24,7 +24,8 @@ import hf_bpe.encode as encode_module
 from hf_bpe.encode import Tokenizer, _BatchTables, _merge_batch, _merge_by_scanning, _merge_with_heap
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2, save_gpt2, token_to_str
-from hf_bpe.pretokenize import GPT2_PATTERN, GPT2_REGEX, split_at_safe_spaces
+from hf_bpe.pretokenize import GPT2_REGEX, split_at_safe_spaces
+from hf_bpe.tiktoken_compat import tiktoken_encoding
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GPT2_VOCAB = FIXTURES / "gpt2_vocab.json"
@@ -49,11 +50,10 @@ def gpt2_tokenizer_without_specials() -> Tokenizer:
 
 
 @lru_cache(maxsize=None)
-def tiktoken_encoding() -> tiktoken.Encoding:
-    vocab, _ = load_gpt2(GPT2_VOCAB, GPT2_MERGES)
-    ranks = {token: token_id for token_id, token in vocab.items() if token != EOT.encode()}
-    return tiktoken.Encoding("gpt2-offline", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={EOT: 50256})
+def gpt2_tiktoken() -> tiktoken.Encoding:
+    encoding = tiktoken_encoding(*load_gpt2(GPT2_VOCAB, GPT2_MERGES), [EOT], name="gpt2-offline")
+    assert encoding.encode(EOT, allowed_special="all") == [50256]
+    return encoding
 
 
 @lru_cache(maxsize=None)
@@ -119,11 +119,11 @@ adversarial_text = st.lists(
 def test_fixture_ids_equal_tiktoken_and_hf_tokenizers(name: str) -> None:
     text = (FIXTURES / name).read_text(encoding="utf-8")
     ids = gpt2_tokenizer().encode(text)
-    assert ids == tiktoken_encoding().encode(text, allowed_special="all")
+    assert ids == gpt2_tiktoken().encode(text, allowed_special="all")
     assert ids == hf_tokenizer().encode(text).ids
     assert gpt2_tokenizer().decode(ids) == text
     plain_ids = gpt2_tokenizer_without_specials().encode(text)
-    assert plain_ids == tiktoken_encoding().encode(text, disallowed_special=())
+    assert plain_ids == gpt2_tiktoken().encode(text, disallowed_special=())
 
 
 def test_fixture_with_special_tokens_between_documents() -> None:
@@ -131,7 +131,7 @@ def test_fixture_with_special_tokens_between_documents() -> None:
     text = EOT.join(documents) + EOT + EOT
     ids = gpt2_tokenizer().encode(text)
     assert ids.count(50256) == text.count(EOT)
-    assert ids == tiktoken_encoding().encode(text, allowed_special="all")
+    assert ids == gpt2_tiktoken().encode(text, allowed_special="all")
     assert gpt2_tokenizer().decode(ids) == text
 
 
@@ -146,7 +146,7 @@ def test_empty_string() -> None:
 @given(adversarial_text)
 def test_adversarial_text_equals_tiktoken_and_hf_tokenizers(text: str) -> None:
     ids = gpt2_tokenizer().encode(text)
-    assert ids == tiktoken_encoding().encode(text, allowed_special="all")
+    assert ids == gpt2_tiktoken().encode(text, allowed_special="all")
     assert ids == hf_tokenizer().encode(text).ids
     assert gpt2_tokenizer().decode(ids) == text
 
@@ -155,7 +155,7 @@ def test_adversarial_text_equals_tiktoken_and_hf_tokenizers(text: str) -> None:
 @given(adversarial_text)
 def test_without_special_tokens_the_end_of_text_marker_is_ordinary_text(text: str) -> None:
     ids = gpt2_tokenizer_without_specials().encode(text)
-    assert ids == tiktoken_encoding().encode(text, disallowed_special=())
+    assert ids == gpt2_tiktoken().encode(text, disallowed_special=())
     assert 50256 not in ids
     assert gpt2_tokenizer_without_specials().decode(ids) == text
 
@@ -384,7 +384,7 @@ def test_pathological_runs_finish_in_seconds(text: str) -> None:
     assert time.perf_counter() - start < 30
     assert tokenizer.decode(ids) == text
     sample = text[:3000] + text[-1]
-    assert tokenizer.encode(sample) == tiktoken_encoding().encode(sample)
+    assert tokenizer.encode(sample) == gpt2_tiktoken().encode(sample)
 
 
 def test_long_run_equals_hf_tokenizers() -> None:
