@@ -54,38 +54,27 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train byte-level BPE tokenizers exactly and fast, and use them across the HuggingFace ecosystem.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    train = commands.add_parser(
-        "train",
-        help="train a tokenizer and save it as a HuggingFace tokenizer directory",
-        description="Train a byte-level BPE tokenizer (GPT-2 pre-tokenization) on text files and save a directory that "
-                    "loads with AutoTokenizer.from_pretrained, tokenizers.Tokenizer.from_file and "
-                    "hf_bpe.HFBPETokenizer.from_pretrained.",
-    )
-    add_train_arguments(train)
-    train.set_defaults(run=run_train)
-
     from hf_bpe.card import add_card_arguments, run_card
     from hf_bpe.data import add_tokenize_dataset_arguments, run_tokenize_dataset
 
-    tokenize = commands.add_parser(
-        "tokenize-dataset",
-        help="tokenize a HuggingFace dataset into a flat uint16/uint32 token array (OUT/SPLIT.bin + SPLIT.json)",
-        description="Encode every document of a dataset split with an hf_bpe tokenizer directory and write the ids, "
-                    "each document followed by the end-of-text id, to OUT/SPLIT.bin (nanoGPT style), with metadata "
-                    "in OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_tokenize_dataset_arguments(tokenize)
-    tokenize.set_defaults(run=run_tokenize_dataset)
-
-    card = commands.add_parser(
-        "card",
-        help="write the model card (README.md) of a tokenizer directory",
-        description="Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "
-                    "compression (bytes per token) on evaluation corpora, example tokenizations, how to load it.",
-    )
-    add_card_arguments(card)
-    card.set_defaults(run=run_card)
+    for name, add_arguments, run, help, description in [
+        ("train", add_train_arguments, run_train,
+         "train a tokenizer and save it as a HuggingFace tokenizer directory",
+         "Train a byte-level BPE tokenizer (GPT-2 pre-tokenization) on text files and save a directory that loads "
+         "with AutoTokenizer.from_pretrained, tokenizers.Tokenizer.from_file and hf_bpe.HFBPETokenizer.from_pretrained."),
+        ("tokenize-dataset", add_tokenize_dataset_arguments, run_tokenize_dataset,
+         "tokenize a HuggingFace dataset into a flat uint16/uint32 token array (OUT/SPLIT.bin + SPLIT.json)",
+         "Encode every document of a dataset split with an hf_bpe tokenizer directory and write the ids, each "
+         "document followed by the end-of-text id, to OUT/SPLIT.bin (nanoGPT style), with metadata in "
+         "OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT)."),
+        ("card", add_card_arguments, run_card,
+         "write the model card (README.md) of a tokenizer directory",
+         "Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "
+         "compression (bytes per token) on evaluation corpora, example tokenizations, how to load it."),
+    ]:
+        command = commands.add_parser(name, help=help, description=description)
+        add_arguments(command)
+        command.set_defaults(run=run)
     return parser
 
 

@@ -412,14 +412,14 @@ def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-files", nargs="+", metavar="F", help="data files for a builder (globs allowed)")
     parser.add_argument("--config", metavar="NAME", help="dataset configuration name (Hub datasets)")
     parser.add_argument("--split", default="train", metavar="S",
-                        help="split to tokenize; also the output name OUT/S.bin")
-    parser.add_argument("--text-column", default="text", metavar="C", help="column holding the documents")
+                        help="split to tokenize; also the output name OUT/S.bin (default: %(default)s)")
+    parser.add_argument("--text-column", default="text", metavar="C", help="column holding the documents (default: %(default)s)")
     parser.add_argument("--num-proc", type=int, default=1, metavar="N",
-                        help="processes for datasets.map (with --streaming: for the encoder pool)")
+                        help="processes for datasets.map (with --streaming: for the encoder pool) (default: %(default)s)")
     parser.add_argument("--out", required=True, metavar="OUT", help="output directory for S.bin and S.json")
     parser.add_argument("--append-eot", action=argparse.BooleanOptionalAction, default=True,
-                        help="append the end-of-text id (the first special token) after every document")
-    parser.add_argument("--batch-size", type=int, default=1000, metavar="B", help="documents per encoded batch")
+                        help="append the end-of-text id (the first special token) after every document (default: on)")
+    parser.add_argument("--batch-size", type=int, default=1000, metavar="B", help="documents per encoded batch (default: %(default)s)")
     parser.add_argument("--streaming", action="store_true",
                         help="stream the dataset (IterableDataset) instead of preparing it with map")
     parser.add_argument("--cache-dir", metavar="DIR", help="datasets cache directory (default: HF_DATASETS_CACHE)")
