@@ -16,7 +16,7 @@ import operator
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -269,7 +269,8 @@ class Tokenizer:
                 missed[len(ordinary_ids)] = pieces
                 ordinary_ids.append([])
         if missed:
-            uncacheable = self._cache_pieces(set(chain.from_iterable(missed.values())),
+            # In order of first occurrence (see _cache_pieces).
+            uncacheable = self._cache_pieces(dict.fromkeys(chain.from_iterable(missed.values())),
                                              {pieces[0] for pieces in missed.values()})
             for index, pieces in missed.items():
                 ordinary_ids[index] = list(chain.from_iterable(map(lookup, pieces)))
@@ -289,7 +290,7 @@ class Tokenizer:
             results.append(ids)
         return results
 
-    def _cache_pieces(self, distinct: set[str], firsts: set[str]) -> list[str]:
+    def _cache_pieces(self, distinct: Iterable[str], firsts: set[str]) -> list[str]:
         """Put the pieces of `distinct` into the piece cache; return the new ones too long to stay cached.
 
         Only the pieces in `firsts` (the first of each text) may not start with a safe space, so the other missing
@@ -297,14 +298,19 @@ class Tokenizer:
         ids regrouped into pieces by offsets, without a Python-level loop over pieces. New pre-tokens are merged in
         one batch. A cache that would outgrow `max_cache_entries` is emptied first (it may exceed the bound while
         one call alone has more distinct pieces).
+
+        New entries keep the order of `distinct` (text order): then the warm path, which looks pieces up in text
+        order, finds nearby pieces' entries, keys and ids close together in memory (about 15% faster than set
+        order).
         """
         cache = self._piece_cache
-        missing = distinct.difference(cache)
+        missing = list(filterfalse(cache.__contains__, distinct))
         if len(cache) + len(missing) > self.max_cache_entries:
             cache.clear()
-            missing = distinct
-        first_pieces = list(missing.intersection(firsts))
-        pieces = list(missing.difference(firsts))
+            missing = list(distinct)
+        is_first = list(map(firsts.__contains__, missing))
+        first_pieces = list(compress(missing, is_first))
+        pieces = list(compress(missing, map(operator.not_, is_first)))
         is_ascii = list(map(str.isascii, pieces))
         groups = [list(compress(pieces, is_ascii)), list(compress(pieces, map(operator.not_, is_ascii)))]
         pretoken_lists = [GPT2_ASCII_REGEX.findall("".join(groups[0])), GPT2_REGEX.findall("".join(groups[1]))]
@@ -503,6 +509,11 @@ class _BatchTables:
         pairs = np.array(list(pair_ranks), dtype=np.int64).reshape(-1, 2)
         ranks = np.fromiter(pair_ranks.values(), dtype=np.int64, count=len(pair_ranks))
         self.merged_ids = np.array(merged_ids, dtype=np.int64)
+        # id -> the int object the scalar path uses for it. `.tolist()` makes a new int per id; sharing one object
+        # per token keeps the ids the warm path touches (refcounts) in a few cache lines instead of millions.
+        self.id_objects: list[int] = [0] * (max(chain(byte_ids.values(), merged_ids), default=0) + 1)
+        for token_id in chain(byte_ids.values(), merged_ids):
+            self.id_objects[token_id] = token_id
         self.key_base = max(int(pairs.max(initial=0)), int(self.merged_ids.max(initial=0))) + 1
         keys = pairs[:, 0] * self.key_base + pairs[:, 1]
         order = np.argsort(keys)
@@ -566,7 +577,8 @@ def _merge_batch(words: list[bytes], tables: _BatchTables) -> list[tuple[int, ..
         rank[changed] = _pair_ranks_at(changed, ids, word, tables)
     all_words = np.concatenate(finished_words) if finished_words else np.zeros(0, dtype=np.int64)
     order = np.argsort(all_words, kind="stable")
-    flat_ids = tuple((np.concatenate(finished_ids)[order] if finished_ids else all_words).tolist())
+    flat_ids = tuple(map(tables.id_objects.__getitem__,
+                         (np.concatenate(finished_ids)[order] if finished_ids else all_words).tolist()))
     ends = np.cumsum(np.bincount(all_words, minlength=len(words))).tolist()
     return list(map(flat_ids.__getitem__, map(slice, [0, *ends], ends)))
 

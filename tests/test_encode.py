@@ -221,6 +221,24 @@ def test_batch_merge_takes_every_other_occurrence_of_a_repeated_pair() -> None:
     assert _merge_batch([word.encode() for word in words], tables) == [tokenizer._bpe(word) for word in words]
 
 
+def test_batch_merged_cache_shares_id_objects_and_keeps_text_order() -> None:
+    """The warm path's speed depends on the cache layout: ids from the numpy merge are the scalar path's int
+    objects (not one new int per occurrence), and new pieces enter the cache in order of first occurrence."""
+    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [EOT])
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
+    assert len(set(GPT2_REGEX.findall(text))) >= encode_module._MIN_BATCH_MERGE  # the numpy merge runs
+    expected = gpt2_tiktoken().encode(text, allowed_special="all")
+    assert tokenizer.encode(text) == expected
+    assert tokenizer.encode(text) == expected
+    canonical = {id(token_id) for token_id in tokenizer._token_ids.values()}
+    assert all(id(token_id) in canonical for ids in tokenizer._piece_cache.values() for token_id in ids)
+    # ASCII pieces other than the text's first (which are cached separately) keep their order of first occurrence.
+    pieces = split_at_safe_spaces(text)
+    in_text_order = [piece for piece in dict.fromkeys(pieces[1:])
+                     if piece.isascii() and piece != pieces[0] and piece in tokenizer._piece_cache]
+    assert [piece for piece in tokenizer._piece_cache if piece.isascii() and piece != pieces[0]] == in_text_order
+
+
 def unreachable_bpe() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Hand-built merges whose tokens " abc" and "xyz" are unreachable: BPE of their own bytes ends elsewhere
     (" a" merges before "bc", and "xy" before "yz"). "qq q" ranks before "q q" makes "qq", so the merges are not
