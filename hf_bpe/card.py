@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.cli import TRAINING_INFO_FILE  # hf_bpe_training.json, written by `hf-bpe train`
 from hf_bpe.errors import InputError
 from hf_bpe.files import write_text_atomically
 
+# What `hf-bpe train` records about a training run, next to the tokenizer files; the card reads it.
+TRAINING_INFO_FILE = "hf_bpe_training.json"
 UNKNOWN = "unknown"
 LIBRARY_NAME = "transformers"
 TAGS = ("tokenizer", "bpe", "hf_bpe")

@@ -27,7 +27,6 @@ from hf_bpe.errors import InputError
 
 DEFAULT_SPECIAL_TOKENS = ["<|endoftext|>"]
 DEFAULT_VOCAB_SIZE = 8192
-TRAINING_INFO_FILE = "hf_bpe_training.json"
 
 
 def shipped_corpus() -> Path:
@@ -104,7 +103,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from hf_bpe import __version__
-    from hf_bpe.card import write_model_card
+    from hf_bpe.card import TRAINING_INFO_FILE, write_model_card
     from hf_bpe.hf_export import save_tokenizer_directory
     from hf_bpe.train import train_bpe
 

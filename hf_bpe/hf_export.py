@@ -108,7 +108,7 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     card = directory / "README.md"
     if not card.exists():
         write_text_atomically(card, MINIMAL_CARD.format(vocab_size=len(vocab), merge_count=len(merges),
-                                              specials=", ".join(f"`{s}`" for s in special_tokens) or "none"))
+                                                        specials=", ".join(f"`{s}`" for s in special_tokens) or "none"))
     return directory
 
 
