@@ -3,6 +3,7 @@
 >>> from hf_bpe import train_bpe, Tokenizer
 >>> vocab, merges = train_bpe(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
 >>> tokenizer = Tokenizer(vocab, merges, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
+>>> save_tokenizer_directory("my-tokenizer", vocab, merges, ["<|endoftext|>"])  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hf_bpe.encode import Tokenizer
+from hf_bpe.hf_export import save_tokenizer_directory
 from hf_bpe.train import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
 
 if TYPE_CHECKING:
     from hf_bpe.hf_tokenizer import HFBPETokenizer
 
 __version__ = "0.1.0"
-__all__ = ["HFBPETokenizer", "Tokenizer", "train_bpe", "train_bpe_from_counts", "train_bpe_from_iterator",
-           "__version__"]
+__all__ = ["HFBPETokenizer", "Tokenizer", "save_tokenizer_directory", "train_bpe", "train_bpe_from_counts",
+           "train_bpe_from_iterator", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
