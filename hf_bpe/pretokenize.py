@@ -1,7 +1,7 @@
 """GPT-2 pre-tokenization: the regex, special-token splitting and provably safe split points.
 
-Two facts about the GPT-2 pattern make the fast paths here exact (tests/test_pretokenize.py checks both against the
-plain regex on adversarial text):
+Three facts about the GPT-2 pattern make the fast paths here exact (tests/test_pretokenize.py checks them against
+the plain regex on adversarial text):
 
 1. A position holding U+0020 SPACE that is followed by a character the pattern does not count as whitespace is
    always a pre-token boundary, and the pre-tokens on either side do not depend on the text across it. So text can be
@@ -20,7 +20,7 @@ plain regex on adversarial text):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import regex
 
@@ -81,6 +81,79 @@ def split_into_pieces(text: str) -> list[str]:
     ['Hi', ',', ' it', "'s", ' ', ' me', '\\n', '\\n', 'ok', ' ']
     """
     return _PIECE.findall(text)
+
+
+class SpecialTokenSplitter:
+    """Finds and splits at special tokens: the leftmost occurrence, the longest token first where several start.
+
+    Compiled once. The tokens are tried longest first in one alternation, so the leftmost match is also the longest
+    token at that place (fact 2 in the module docstring); a single token takes the `str.split` fast path.
+
+    >>> splitter = SpecialTokenSplitter(["<|e|>", "<|e|><|e|>"])
+    >>> splitter.tokens, splitter.longest
+    (('<|e|><|e|>', '<|e|>'), 10)
+    >>> splitter.split_keeping("a<|e|><|e|><|e|>b")
+    ['a', '<|e|><|e|>', '', '<|e|>', 'b']
+    >>> splitter.split("a<|e|><|e|><|e|>b")
+    ['a', '', 'b']
+    >>> [(match.start(), match.group()) for match in splitter.finditer("x<|e|>y", 1)]
+    [(1, '<|e|>')]
+    >>> bool(SpecialTokenSplitter([])), SpecialTokenSplitter([]).split("a b")
+    (False, ['a b'])
+    """
+
+    def __init__(self, special_tokens: Sequence[str]) -> None:
+        if any(token == "" for token in special_tokens):
+            raise ValueError("special tokens must not be empty strings")
+        self.tokens: tuple[str, ...] = tuple(sorted(set(special_tokens), key=lambda token: (-len(token), token)))
+        self.longest: int = len(self.tokens[0]) if self.tokens else 0
+        alternation = "|".join(map(re.escape, self.tokens))
+        # An empty alternation would match everywhere; with no tokens the pattern is never used.
+        self._pattern = re.compile(alternation) if self.tokens else None
+        self._keeping_pattern = re.compile(f"({alternation})") if self.tokens else None
+        self._single = self.tokens[0] if len(self.tokens) == 1 else None
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def __reduce__(self) -> tuple[type[SpecialTokenSplitter], tuple[tuple[str, ...]]]:
+        return SpecialTokenSplitter, (self.tokens,)
+
+    def __repr__(self) -> str:
+        return f"SpecialTokenSplitter({list(self.tokens)!r})"
+
+    def split(self, text: str) -> list[str]:
+        """Split text into documents at the special tokens, dropping them.
+
+        >>> SpecialTokenSplitter(["<|endoftext|>"]).split("a<|endoftext|>b")
+        ['a', 'b']
+        """
+        if self._single is not None:
+            return text.split(self._single)
+        if self._pattern is None:
+            return [text]
+        return self._pattern.split(text)
+
+    def split_keeping(self, text: str) -> list[str]:
+        """Split text at the special tokens, keeping them: odd indices hold the special tokens.
+
+        >>> SpecialTokenSplitter(["<|endoftext|>"]).split_keeping("a<|endoftext|>b")
+        ['a', '<|endoftext|>', 'b']
+        """
+        if self._single is not None:
+            documents = text.split(self._single)
+            parts = [self._single] * (2 * len(documents) - 1)
+            parts[::2] = documents
+            return parts
+        if self._keeping_pattern is None:
+            return [text]
+        return self._keeping_pattern.split(text)
+
+    def finditer(self, text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+        """The special-token occurrences in text from `pos` on, left to right (longest first where several start)."""
+        if self._pattern is None:
+            return iter(())
+        return self._pattern.finditer(text, pos)
 
 
 def special_tokens_regex(special_tokens: Sequence[str] | None) -> regex.Pattern[str] | None:

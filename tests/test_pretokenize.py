@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 import sys
 
 import pytest
@@ -17,6 +18,7 @@ from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
     WHITESPACE_CHARS,
+    SpecialTokenSplitter,
     pretokenize,
     special_tokens_regex,
     split_at_safe_spaces,
@@ -137,6 +139,53 @@ def test_special_token_splits_match_a_plain_leftmost_longest_scan(case: tuple[st
     expected = reference_split(text, special_tokens)
     assert split_keeping_special_tokens(text, pattern) == expected
     assert split_on_special_tokens(text, pattern) == expected[::2]
+
+
+def reference_occurrences(text: str, special_tokens: list[str], pos: int) -> list[tuple[int, str]]:
+    """(start, token) of each occurrence found by the plain scan of `reference_split`, starting at `pos`."""
+    parts = reference_split(text[pos:], special_tokens)
+    occurrences, offset = [], pos
+    for index, part in enumerate(parts):
+        if index % 2:
+            occurrences.append((offset, part))
+        offset += len(part)
+    return occurrences
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_and_special_tokens(), st.integers(min_value=0, max_value=50))
+def test_special_token_splitter_matches_a_plain_leftmost_longest_scan(case: tuple[str, list[str]], pos: int) -> None:
+    text, special_tokens = case
+    splitter = SpecialTokenSplitter(special_tokens)
+    expected = reference_split(text, special_tokens)
+    assert splitter.split_keeping(text) == expected
+    assert splitter.split(text) == expected[::2]
+    pos = min(pos, len(text))
+    assert [(match.start(), match.group()) for match in splitter.finditer(text, pos)] == reference_occurrences(
+        text, special_tokens, pos)
+    assert bool(splitter) == bool(special_tokens)
+    assert splitter.longest == max(map(len, special_tokens), default=0)
+    assert sorted(splitter.tokens) == sorted(set(special_tokens))
+    assert [len(token) for token in splitter.tokens] == sorted(map(len, splitter.tokens), reverse=True)
+
+
+@pytest.mark.parametrize("special_tokens", [["<|endoftext|>"], ["ab", "b"]])
+def test_special_token_splitter_single_token_fast_path_agrees_with_the_regex_path(special_tokens: list[str]) -> None:
+    # The single-token path (str.split) and the alternation path must treat edges and repeats alike.
+    splitter = SpecialTokenSplitter(special_tokens)
+    token = special_tokens[0]
+    for text in ["", token, token * 3, f"x{token}", f"{token}y", f"x{token}{token}y", "no token"]:
+        assert splitter.split_keeping(text) == reference_split(text, special_tokens), text
+        assert splitter.split(text) == reference_split(text, special_tokens)[::2], text
+
+
+def test_special_token_splitter_pickles_and_refuses_empty_tokens() -> None:
+    splitter = pickle.loads(pickle.dumps(SpecialTokenSplitter(["<a>", "<a><b>", "<a>"])))
+    assert splitter.tokens == ("<a><b>", "<a>")
+    assert splitter.split_keeping("1<a><b>2<a>3") == ["1", "<a><b>", "2", "<a>", "3"]
+    assert list(SpecialTokenSplitter([]).finditer("abc")) == []
+    with pytest.raises(ValueError, match="must not be empty"):
+        SpecialTokenSplitter(["<a>", ""])
 
 
 def test_longest_special_token_wins_where_several_start() -> None:
