@@ -42,6 +42,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from hf_bpe.count import count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.errors import InputError
+from hf_bpe.gpt2_format import str_to_token, unicode_to_bytes
 from hf_bpe.pretokenize import validate_special_tokens
 
 PathArg = Union[str, "os.PathLike[str]"]
@@ -95,7 +97,7 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
     [(b'a', b'a'), (b'aa', b'aa')]
     """
     specials = _check_arguments(vocab_size, special_tokens)
-    _check_counts(counts)
+    _check_counts(counts, specials)
     return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=0.0)
 
 
@@ -310,15 +312,49 @@ def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> l
     if vocab_size < minimum:
         raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum} "
                          f"(256 byte tokens + {len(specials)} special tokens)")
+    for token in specials:
+        _check_special_token_is_new(token)
     return specials
 
 
-def _check_counts(counts: Mapping[bytes, int]) -> None:
+def _check_special_token_is_new(token: str) -> None:
+    """Refuse a special token that would share its bytes or its vocab.json text with a byte-level token.
+
+    A special token of several bytes can never equal a merged token: documents are split at every occurrence of
+    every special token, so no pre-token contains its bytes (UTF-8 is self-synchronizing: the bytes of a whole
+    character string occur in UTF-8 text only where the string itself occurs). Two cases remain:
+
+    >>> _check_special_token_is_new("a")
+    Traceback (most recent call last):
+    ...
+    hf_bpe.errors.InputError: special token 'a' is the single byte b'a', which is already token 97
+    >>> _check_special_token_is_new("Ġt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hf_bpe.errors.InputError: special token 'Ġt' reads as the byte-level token b' t' in vocab.json ...
+    >>> _check_special_token_is_new("<|endoftext|>")
+    """
+    encoded = token.encode("utf-8")
+    if len(encoded) == 1:
+        raise InputError(f"special token {token!r} is the single byte {encoded!r}, which is already token "
+                         f"{encoded[0]}")
+    if all(char in unicode_to_bytes() for char in token) and str_to_token(token) != encoded:
+        raise InputError(f"special token {token!r} reads as the byte-level token {str_to_token(token)!r} in "
+                         f"vocab.json (GPT-2's byte-to-character mapping), so the two could not be told apart: "
+                         f"choose another special token")
+
+
+def _check_counts(counts: Mapping[bytes, int], special_tokens: list[str]) -> None:
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping from pre-token bytes to counts, got {type(counts).__name__}")
+    special_bytes = [token.encode("utf-8") for token in special_tokens]
     for token, count in counts.items():
         if not isinstance(token, bytes):
             raise TypeError(f"counts keys must be bytes, got {type(token).__name__}: {token!r}")
+        for special in special_bytes:
+            if special in token:  # counting splits documents at special tokens: these counts were made otherwise
+                raise InputError(f"pre-token {token!r} contains the special token {special.decode()!r}: merges could "
+                                 f"rebuild the special token's bytes (count with the same special tokens)")
         if not isinstance(count, (int, np.integer)) or isinstance(count, bool):
             raise TypeError(f"count of pre-token {token!r} must be an int, got {type(count).__name__}: {count!r}")
         if count <= 0:

@@ -6,18 +6,23 @@ left to right in every word. Only for tests on small inputs.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from hf_bpe.pretokenize import pretokenize, special_tokens_regex, split_on_special_tokens
+from hf_bpe.pretokenize import pretokenize
 
 
 def reference_counts(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Counter[bytes]:
-    """Pre-token counts with the plain GPT-2 regex, each text split into documents at the special tokens."""
-    special_regex = special_tokens_regex(list(special_tokens))
+    """Pre-token counts with the plain GPT-2 regex, each text split into documents at the special tokens.
+
+    A special token splits where it occurs leftmost, the longest one first when several start at the same place.
+    """
+    longest_first = sorted(special_tokens, key=lambda token: (-len(token), token))
+    special_regex = re.compile("|".join(map(re.escape, longest_first))) if special_tokens else None
     counts: Counter[bytes] = Counter()
     for text in texts:
-        for document in split_on_special_tokens(text, special_regex):
+        for document in special_regex.split(text) if special_regex else [text]:
             counts.update(token.encode("utf-8") for token in pretokenize(document))
     return counts
 

@@ -28,7 +28,7 @@ fragments = st.sampled_from([
 ])
 documents = st.lists(fragments, max_size=25).map("".join)
 corpora = st.lists(documents, max_size=6)
-special_token_lists = st.sampled_from([[], [ENDOFTEXT], ["<pad>", ENDOFTEXT], ["a"]])
+special_token_lists = st.sampled_from([[], [ENDOFTEXT], ["<pad>", ENDOFTEXT], ["aa"], ["<|", ENDOFTEXT]])
 small_vocab_sizes = st.integers(min_value=256, max_value=320)
 differential = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -186,3 +186,40 @@ def test_bad_arguments(vocab_size: int, special_tokens: list[str] | None, error:
 def test_bad_counts(counts: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         train_bpe_from_counts(counts, 300)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("special_token", "message"), [
+    ("a", "special token 'a' is the single byte b'a', which is already token 97"),
+    ("\n", "special token '\\n' is the single byte b'\\n', which is already token 10"),
+    ("é", "special token 'é' reads as the byte-level token b'\\xe9' in vocab.json"),
+    ("Ġt", "special token 'Ġt' reads as the byte-level token b' t' in vocab.json"),
+    ("ĠĠ", "special token 'ĠĠ' reads as the byte-level token b'  ' in vocab.json"),
+])
+def test_special_token_colliding_with_a_byte_level_token_is_refused_before_counting(
+        special_token: str, message: str, tmp_path: Path) -> None:
+    def texts_that_must_not_be_read():
+        raise AssertionError("the texts were read before the special tokens were checked")
+        yield ""
+
+    missing = tmp_path / "not-read.txt"  # a counting attempt would fail with "No such file" instead
+    for train in (lambda specials: train_bpe(missing, 300, specials, num_workers=1),
+                  lambda specials: train_bpe_from_iterator(texts_that_must_not_be_read(), 300, specials),
+                  lambda specials: train_bpe_from_counts({b"ab": 1}, 300, specials)):
+        with pytest.raises(InputError, match=re.escape(message)):
+            train([ENDOFTEXT, special_token])
+
+
+@pytest.mark.parametrize("special_token", ["ab", "<|endoftext|>", "日本", "é ", "🙂", "Ġ t"])
+def test_multibyte_special_tokens_never_equal_a_learned_token(special_token: str) -> None:
+    # Documents are split at every occurrence, so no merge rebuilds the special token's bytes, even in text full of it.
+    text = f"{special_token}{special_token} x{special_token}y {special_token[:1]}{special_token[1:]} {special_token}"
+    vocab, merges = train_bpe_from_iterator([text * 3], 400, [special_token], num_workers=1)
+    assert list(vocab.values()).count(special_token.encode()) == 1
+    assert vocab[len(vocab) - 1] == special_token.encode()
+    assert (vocab, merges) == reference_train([text * 3], 400, [special_token])
+
+
+def test_counts_holding_a_special_token_are_refused() -> None:
+    with pytest.raises(InputError, match=re.escape("pre-token b' <|endoftext|>' contains the special token "
+                                                   "'<|endoftext|>'")):
+        train_bpe_from_counts({b"ab": 3, b" <|endoftext|>": 2}, 300, [ENDOFTEXT])
