@@ -38,47 +38,49 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from hf_bpe.dataset_args import (DatasetSource, add_dataset_arguments, add_engine_arguments, check_engine_arguments,
+                                  check_text, load_text_dataset, missing_column_error, ray_engine_module)
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
+from hf_bpe.outputs import created_directories
 
 # Encodes a batch of texts into one id sequence per text. Must be picklable: it runs inside `map` worker processes.
 TextEncoder = Callable[[list[str]], Sequence[Sequence[int]]]
 
-PACKAGED_BUILDERS = ("json", "csv", "parquet", "text", "arrow")
-_BUILDER_BY_SUFFIX = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text",
-                      ".arrow": "arrow"}
 HASHED_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 
 
 class HFBPEEncoder:
     """The hf_bpe encoder of a vocab and merges as a `TextEncoder`: `encode_batch` in the calling process.
 
-    Documents are encoded as ordinary text, like nanoGPT's `encode_ordinary`: a special-token string inside a
-    document is just text, so the only end-of-text ids in the output are the ones appended between documents.
+    By default documents are encoded as ordinary text, like nanoGPT's `encode_ordinary`: a special-token string inside
+    a document is just text, so the only end-of-text ids in the output are the ones appended between documents. With
+    `special_tokens`, those strings become their ids, as `tok(document)` does in transformers.
     `map` already runs one of these per worker process, so each works single-process (`num_workers=1`), and the
     `Tokenizer` is built on first use, in the worker: building it in the parent too would be wasted.
     """
 
-    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]]) -> None:
-        self.vocab, self.merges = vocab, list(merges)
+    def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                 special_tokens: Sequence[str] = ()) -> None:
+        self.vocab, self.merges, self.special_tokens = vocab, list(merges), list(special_tokens)
         self.tokenizer: Tokenizer | None = None
 
     @classmethod
-    def from_directory(cls, tokenizer_dir: str | os.PathLike[str]) -> HFBPEEncoder:
+    def from_directory(cls, tokenizer_dir: str | os.PathLike[str], allow_special: bool = False) -> HFBPEEncoder:
         from hf_bpe.hf_export import load_tokenizer_directory
 
-        vocab, merges, _ = load_tokenizer_directory(tokenizer_dir)
-        return cls(vocab, merges)
+        vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
+        return cls(vocab, merges, special_tokens if allow_special else ())
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
         if self.tokenizer is None:
-            self.tokenizer = Tokenizer(self.vocab, self.merges)
+            self.tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens)
         return self.tokenizer.encode_batch(texts, num_workers=1)
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # map sends its function to the workers with dill, a pure-Python pickler that needs ~0.5 s for a 50k-token
         # vocab; the C pickler needs milliseconds, so dill only sees the bytes it made.
-        state = pickle.dumps((self.vocab, self.merges), protocol=pickle.HIGHEST_PROTOCOL)
+        state = pickle.dumps((self.vocab, self.merges, self.special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
         return _unpickle_encoder, (state,)
 
 
@@ -90,12 +92,15 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
                      split: str = "train", text_column: str = "text", data_files: Sequence[str] | None = None,
                      config: str | None = None, num_proc: int = 1, append_eot: bool = True, batch_size: int = 1000,
                      streaming: bool = False, cache_dir: str | None = None, encoder: TextEncoder | None = None,
-                     progress: bool = True) -> dict[str, Any]:
+                     allow_special: bool = False, force: bool = False, progress: bool = True) -> dict[str, Any]:
     """Encode `dataset`'s `text_column` and write `out_dir/<split>.bin` and `out_dir/<split>.json`.
 
     `dataset` is a `save_to_disk` directory, a packaged builder (`json`, `csv`, `parquet`, `text`) or a single data
-    file with `data_files`, or a Hub dataset name. `encoder` replaces the hf_bpe encoder of `tokenizer_dir` (the
-    benchmark plugs in other tokenizers); the metadata still describes `tokenizer_dir`. Returns the metadata.
+    file with `data_files`, or a Hub dataset name. Documents are encoded as ordinary text (a special-token string in
+    a document is text) unless `allow_special`, which encodes them as `tok(document)` does. An existing
+    `<split>.bin` is replaced only with `force`; other splits may be written into the same `out_dir`. `encoder`
+    replaces the hf_bpe encoder of `tokenizer_dir` (the benchmark plugs in other tokenizers); the metadata still
+    describes `tokenizer_dir`. Returns the metadata.
 
     >>> meta = tokenize_dataset("tok", "json", "out", data_files=["docs.jsonl"], num_proc=2)  # doctest: +SKIP
     >>> meta["dtype"], meta["num_documents"]  # doctest: +SKIP
@@ -110,8 +115,8 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
         raise InputError(f"--num-proc must be at least 1, got {num_proc}")
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
-    if not split or "/" in split or os.sep in split:
-        raise InputError(f"--split {split!r} cannot be used as a file name")
+    out_dir = Path(out_dir)
+    bin_path, meta_path = check_output_split(out_dir, split, force)
     tokenizer_dir = Path(tokenizer_dir)
     tokenizer_hash = tokenizer_directory_hash(tokenizer_dir)
     vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
@@ -121,62 +126,87 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
     if append_eot and eot_id is None:
         raise InputError(f"{tokenizer_dir}: the tokenizer has no special tokens, so there is no end-of-text id to "
                          f"append (pass --no-append-eot to write the documents back to back)")
-    encoder = encoder or HFBPEEncoder(vocab, merges)
+    encoder = encoder or HFBPEEncoder(vocab, merges, special_tokens if allow_special else ())
     flatten = _BatchFlattener(encoder, text_column, eot_id if append_eot else None, dtype)
+    source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
+                           config=config, streaming=streaming, cache_dir=cache_dir)
 
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"{out_dir}: exists and is not a directory (--out must be a directory)")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    bin_path, meta_path = out_dir / f"{split}.bin", out_dir / f"{split}.json"
-    work_dir = out_dir / f".{split}.tmp-{os.getpid()}"
-    shutil.rmtree(work_dir, ignore_errors=True)
-    work_dir.mkdir()
     bars_were_enabled = datasets.is_progress_bar_enabled()
     if not progress:
         datasets.disable_progress_bars()
     try:
-        data = load_text_dataset(dataset, split=split, data_files=data_files, config=config, streaming=streaming,
-                                 cache_dir=cache_dir)
-        temporary_bin = work_dir / bin_path.name
-        with open(temporary_bin, "wb") as file:
-            if streaming:
-                num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
-            else:
-                num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
-                                              fingerprint=tokenizer_hash[:32])
-        num_tokens = temporary_bin.stat().st_size // dtype.itemsize
-        metadata = {
-            "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
-            "eot_id": eot_id, "append_eot": append_eot, "vocab_size": vocab_size,
-            "tokenizer": str(tokenizer_dir), "tokenizer_sha256": tokenizer_hash,
-            "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
-            "text_column": text_column, "hf_bpe_version": __version__,
-        }
-        temporary_meta = work_dir / meta_path.name
-        temporary_meta.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-        # The old metadata goes first: in between, a .bin without .json is reported as incomplete by load_tokens.
-        meta_path.unlink(missing_ok=True)
-        os.replace(temporary_bin, bin_path)
-        os.replace(temporary_meta, meta_path)
+        data = source.load()  # before --out is created: a dataset that does not load leaves nothing behind
+        with created_directories(out_dir):
+            work_dir = out_dir / f".{split}.tmp-{os.getpid()}"
+            shutil.rmtree(work_dir, ignore_errors=True)
+            work_dir.mkdir()
+            try:
+                temporary_bin = work_dir / bin_path.name
+                with open(temporary_bin, "wb") as file:
+                    if streaming:
+                        num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
+                    else:
+                        num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
+                                                      fingerprint=tokenizer_hash[:32])
+                if num_documents == 0:
+                    raise source.no_rows_error()
+                num_tokens = temporary_bin.stat().st_size // dtype.itemsize
+                metadata = {
+                    "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
+                    "eot_id": eot_id, "append_eot": append_eot, "allow_special": allow_special,
+                    "vocab_size": vocab_size, "tokenizer": str(tokenizer_dir), "tokenizer_sha256": tokenizer_hash,
+                    "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
+                    "text_column": text_column, "hf_bpe_version": __version__,
+                }
+                temporary_meta = work_dir / meta_path.name
+                temporary_meta.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+                # The old metadata goes first: in between, a .bin without .json is reported as incomplete.
+                meta_path.unlink(missing_ok=True)
+                os.replace(temporary_bin, bin_path)
+                os.replace(temporary_meta, meta_path)
+            finally:
+                shutil.rmtree(work_dir, ignore_errors=True)
     finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
         if bars_were_enabled:
             datasets.enable_progress_bars()
     return metadata
+
+
+def check_output_split(out_dir: Path, split: str, force: bool) -> tuple[Path, Path]:
+    """`out_dir/<split>.bin` and `.json`, after checking the split is a file name and, unless `force`, not written yet.
+
+    Other splits may already be in `out_dir`: `train` and `validation` arrays usually live side by side.
+    """
+    if not split or "/" in split or os.sep in split or split.startswith("."):
+        raise InputError(f"--split {split!r} cannot be used as a file name")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: exists and is not a directory (--out must be a directory)")
+    bin_path, meta_path = out_dir / f"{split}.bin", out_dir / f"{split}.json"
+    if not force:
+        for path in (bin_path, meta_path, out_dir / split):
+            if path.exists():
+                raise InputError(f"{path}: split {split!r} was already written to {out_dir} (use --force to replace "
+                                 f"it, or another --split or --out)")
+    return bin_path, meta_path
 
 
 def load_tokens(out_dir: str | os.PathLike[str], split: str) -> np.ndarray:
     """Memory-map `out_dir/<split>.bin` with the dtype recorded in `out_dir/<split>.json`.
 
     Returns an `np.memmap` (a plain empty array when there are no tokens: an empty file cannot be mapped). Raises
-    InputError when a file is missing or the size does not match the recorded number of tokens.
+    InputError when a file is missing or the size does not match the recorded number of tokens. A split written in
+    shards by `--engine ray` (metadata `"layout": "shards"`) is read by `hf_bpe.shards.load_sharded_tokens` as one
+    array.
 
     >>> tokens = load_tokens("data", "train")  # doctest: +SKIP
     >>> tokens.dtype, len(tokens)  # doctest: +SKIP
     (dtype('uint16'), 1048576)
     """
     metadata = read_metadata(out_dir, split)
+    if metadata.get("layout") == "shards":
+        from hf_bpe.shards import load_sharded_tokens
+
+        return load_sharded_tokens(out_dir, split, metadata)
     bin_path = Path(out_dir) / f"{split}.bin"
     if not bin_path.is_file():
         raise InputError(f"{bin_path}: no such file (tokenize the split first)")
@@ -225,47 +255,6 @@ def tokenizer_directory_hash(directory: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | None = None,
-                      config: str | None = None, streaming: bool = False, cache_dir: str | None = None) -> Any:
-    """Load one split as a `datasets.Dataset` (or `IterableDataset` when streaming), turning failures into InputError.
-
-    A `save_to_disk` directory goes through `load_from_disk`; a packaged builder name or a single data file through
-    `load_dataset` with the data files mapped to `split`; anything else is passed to `load_dataset` as a Hub name.
-    """
-    import datasets
-
-    path = Path(dataset)
-    if path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file()):
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            if split not in loaded:
-                raise InputError(f"{dataset}: no split {split!r}; the saved DatasetDict has: {', '.join(loaded)}")
-            loaded = loaded[split]
-        return loaded.to_iterable_dataset() if streaming else loaded
-
-    builder, files = dataset, list(data_files or [])
-    if path.is_file() and not files:
-        builder, files = _BUILDER_BY_SUFFIX.get(path.suffix.lower(), ""), [dataset]
-        if not builder:
-            raise InputError(f"{dataset}: cannot tell the format from the suffix; use --dataset json|csv|parquet|"
-                             f"text --data-files {dataset}")
-    if builder in PACKAGED_BUILDERS and not files:
-        raise InputError(f"--dataset {builder} needs --data-files")
-    for file in files:
-        if not any(char in file for char in "*?[") and "://" not in file and not Path(file).exists():
-            raise InputError(f"{file}: no such data file")
-    try:
-        # The data files become the split named by --split (without a slice such as "[:10%]").
-        data_files = {split.split("[", 1)[0]: files} if files else None
-        return datasets.load_dataset(builder, config, data_files=data_files, split=split,
-                                     streaming=streaming, cache_dir=cache_dir)
-    except InputError:
-        raise
-    except Exception as error:  # datasets raises many types (DatasetNotFoundError, ArrowInvalid, ConnectionError..)
-        message = " ".join(str(error).split()) or type(error).__name__
-        raise InputError(f"could not load dataset {dataset!r} split {split!r}: {message}") from None
-
-
 class _BatchFlattener:
     """The `map` function: a batch of rows -> one row holding all their ids, each document followed by the eot id."""
 
@@ -277,12 +266,10 @@ class _BatchFlattener:
 
     def encode(self, batch: dict[str, list[Any]], first_row: int) -> np.ndarray:
         if self.text_column not in batch:
-            raise InputError(f"no column {self.text_column!r} in the dataset; its columns are: {', '.join(batch)}")
+            raise missing_column_error(self.text_column, list(batch))
         texts = batch[self.text_column]
         for row, text in enumerate(texts, start=first_row):
-            if not isinstance(text, str):
-                raise InputError(f"row {row} of column {self.text_column!r} is {type(text).__name__} "
-                                 f"{_preview(text)}, not a string")
+            check_text(row, self.text_column, text)
         ids_per_text = self.encoder(texts)
         if self.eot_id is not None:
             ids_per_text = [chain(ids, (self.eot_id,)) for ids in ids_per_text]
@@ -295,8 +282,7 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
     from tqdm.auto import tqdm
 
     if flatten.text_column not in data.column_names:
-        raise InputError(f"no column {flatten.text_column!r} in the dataset; its columns are: "
-                         f"{', '.join(data.column_names)}")
+        raise missing_column_error(flatten.text_column, data.column_names)
     data = data.select_columns([flatten.text_column])
     # The cache files live in this run's work directory, so no reuse is possible or wanted; a given fingerprint spares
     # datasets from hashing the encoder (a dill pickle of the whole vocab).
@@ -397,43 +383,62 @@ def eot_token_id(tokenizer_dir: str | os.PathLike[str], vocab: dict[int, bytes],
     return ids_by_token[eos.encode("utf-8")]
 
 
-def _preview(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `hf-bpe tokenize-dataset` and `scripts/tokenize_dataset.py`."""
     parser.add_argument("--tokenizer", required=True, metavar="DIR",
                         help="tokenizer directory saved by hf_bpe (vocab.json, merges.txt, tokenizer_config.json)")
-    parser.add_argument("--dataset", required=True, metavar="NAME_OR_PATH",
-                        help="a save_to_disk directory, a builder (json, csv, parquet, text) with --data-files, "
-                             "a data file, or a Hub dataset name")
-    parser.add_argument("--data-files", nargs="+", metavar="F", help="data files for a builder (globs allowed)")
-    parser.add_argument("--config", metavar="NAME", help="dataset configuration name (Hub datasets)")
-    parser.add_argument("--split", default="train", metavar="S",
-                        help="split to tokenize; also the output name OUT/S.bin (default: %(default)s)")
-    parser.add_argument("--text-column", default="text", metavar="C", help="column holding the documents (default: %(default)s)")
-    parser.add_argument("--num-proc", type=int, default=1, metavar="N",
-                        help="processes for datasets.map (with --streaming: for the encoder pool) (default: %(default)s)")
-    parser.add_argument("--out", required=True, metavar="OUT", help="output directory for S.bin and S.json")
+    add_dataset_arguments(parser, required=True)
+    parser.add_argument("--out", required=True, metavar="OUT",
+                        help="output directory for S.bin and S.json (created if needed); other splits may already be "
+                             "there, but an existing S.bin is replaced only with --force")
+    parser.add_argument("--force", action="store_true", help="replace OUT/S.bin if it exists (default: refuse)")
+    parser.add_argument("--num-proc", type=int, default=None, metavar="N",
+                        help="processes for datasets.map (with --streaming: for the encoder pool); local engine only "
+                             "(default: 1)")
     parser.add_argument("--append-eot", action=argparse.BooleanOptionalAction, default=True,
-                        help="append the end-of-text id (the first special token) after every document (default: on)")
-    parser.add_argument("--batch-size", type=int, default=1000, metavar="B", help="documents per encoded batch (default: %(default)s)")
-    parser.add_argument("--streaming", action="store_true",
-                        help="stream the dataset (IterableDataset) instead of preparing it with map")
-    parser.add_argument("--cache-dir", metavar="DIR", help="datasets cache directory (default: HF_DATASETS_CACHE)")
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+                        help="append the end-of-text id (the eos token, else the first special token) after every "
+                             "document (default: on)")
+    parser.add_argument("--allow-special", action="store_true",
+                        help="encode special-token strings inside documents as their ids, as tok(document) does in "
+                             "transformers (default: off: they are encoded as ordinary text, like nanoGPT's "
+                             "encode_ordinary, so the only end-of-text ids are the appended document boundaries)")
+    parser.add_argument("--batch-size", type=int, default=1000, metavar="B",
+                        help="documents per encoded batch (default: %(default)s)")
+    add_engine_arguments(parser)
+    parser.add_argument("--resume", action="store_true",
+                        help="--engine ray only: keep the shards of an interrupted run whose checksums are recorded "
+                             "and encode only the rest (default: off)")
+    parser.add_argument("--concatenate", action="store_true",
+                        help="--engine ray only: also join the shards into one OUT/S.bin (default: off: "
+                             "load_tokens reads the shards as one array)")
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown)")
 
 
 def run_tokenize_dataset(args: argparse.Namespace) -> int:
     """Run `hf-bpe tokenize-dataset` with parsed arguments; InputError is left to the caller to report."""
-    metadata = tokenize_dataset(
-        args.tokenizer, args.dataset, args.out, split=args.split, text_column=args.text_column,
-        data_files=args.data_files, config=args.config, num_proc=args.num_proc, append_eot=args.append_eot,
-        batch_size=args.batch_size, streaming=args.streaming, cache_dir=args.cache_dir,
-        progress=not args.no_progress,
-    )
-    print(f"wrote {Path(args.out) / args.split}.bin: {metadata['num_tokens']:,} {metadata['dtype']} tokens from "
+    check_engine_arguments(args)
+    if args.engine == "ray":
+        for flag, given in (("--streaming", args.streaming), ("--num-proc", args.num_proc is not None),
+                            ("--cache-dir", args.cache_dir is not None)):
+            if given:
+                raise InputError(f"{flag} is for --engine local; with --engine ray, Ray Data reads the dataset")
+        if not args.resume:
+            check_output_split(Path(args.out), args.split, args.force)
+        metadata = ray_engine_module().tokenize_dataset_ray(
+            args.tokenizer, args.dataset, args.out, split=args.split, text_column=args.text_column,
+            data_files=args.data_files, config=args.config, append_eot=args.append_eot,
+            allow_special=args.allow_special, batch_size=args.batch_size, ray_address=args.ray_address,
+            resume=args.resume, concatenate=args.concatenate, force=args.force, progress=not args.no_progress)
+    else:
+        for flag, given in (("--resume", args.resume), ("--concatenate", args.concatenate)):
+            if given:
+                raise InputError(f"{flag} needs --engine ray (the local engine writes one {args.split}.bin)")
+        metadata = tokenize_dataset(
+            args.tokenizer, args.dataset, args.out, split=args.split, text_column=args.text_column,
+            data_files=args.data_files, config=args.config, num_proc=args.num_proc or 1,
+            append_eot=args.append_eot, batch_size=args.batch_size, streaming=args.streaming,
+            cache_dir=args.cache_dir, allow_special=args.allow_special, force=args.force,
+            progress=not args.no_progress)
+    print(f"wrote {Path(args.out) / args.split}: {metadata['num_tokens']:,} {metadata['dtype']} tokens from "
           f"{metadata['num_documents']:,} documents", file=sys.stderr)
     return 0

@@ -84,8 +84,9 @@ def run(tokenizer_dir: Path, dataset: str, out: Path, tmp_path: Path, **options)
 
 
 def assert_clean(out: Path) -> None:
-    """No output and no temporary leftovers."""
-    assert not out.exists() or [path.name for path in out.iterdir()] == []
+    """No output, no temporary leftovers, and not even the --out directory (the run created it)."""
+    assert not out.exists()
+    assert [path.name for path in out.parent.iterdir() if path.name.startswith(".")] == []
 
 
 # --------------------------------------------------------------------------------------------------- round trips
@@ -196,15 +197,26 @@ def test_uint32_when_the_vocab_does_not_fit_in_16_bits(reference, encoder, tmp_p
     assert split_documents(tokens, 70_000, encoder) == DOCUMENTS
 
 
-def test_rerun_overwrites(tokenizer_dir, encoder, tmp_path):
+def test_rerun_needs_force_and_other_splits_may_join(tokenizer_dir, encoder, tmp_path):
     out = tmp_path / "out"
     first = write_jsonl(tmp_path / "first.jsonl", [{"text": doc} for doc in DOCUMENTS])
     second = write_jsonl(tmp_path / "second.jsonl", [{"text": "short"}, {"text": "and another"}])
     run(tokenizer_dir, "json", out, tmp_path, data_files=[str(first)])
-    metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(second)], num_proc=2)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    with pytest.raises(InputError, match=r"out/train\.bin: split 'train' was already written to .*out \(use --force "
+                                         r"to replace it, or another --split or --out\)"):
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(second)], num_proc=2)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+    run(tokenizer_dir, "json", out, tmp_path, data_files=[str(second)], split="validation")
+    assert split_documents(load_tokens(out, "validation"), 0, encoder) == ["short", "and another"]
+    assert split_documents(load_tokens(out, "train"), 0, encoder) == DOCUMENTS
+
+    metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(second)], num_proc=2, force=True)
     assert split_documents(load_tokens(out, "train"), 0, encoder) == ["short", "and another"]
     assert metadata["num_documents"] == 2 and metadata["data_files"] == [str(second)]
-    assert sorted(path.name for path in out.iterdir()) == ["train.bin", "train.json"]
+    assert sorted(path.name for path in out.iterdir()) == ["train.bin", "train.json", "validation.bin",
+                                                           "validation.json"]
 
 
 def test_tokenizer_hash_covers_the_tokenizer_files(tokenizer_dir, tmp_path):
@@ -251,7 +263,7 @@ def test_a_failed_rerun_keeps_the_previous_output(tokenizer_dir, encoder, tmp_pa
     run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)])
     before = (out / "train.bin").read_bytes()
     with pytest.raises(RuntimeError, match="injected failure"):
-        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], batch_size=2,
+        run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], batch_size=2, force=True,
             encoder=FailingEncoder(tokenizer_dir, fail_on=2))
     assert (out / "train.bin").read_bytes() == before
     assert split_documents(load_tokens(out, "train"), 0, encoder) == DOCUMENTS

@@ -1,0 +1,239 @@
+"""What `hf-bpe train --dataset` and `hf-bpe tokenize-dataset` share: the dataset options, loading one split of a
+dataset with clear errors, its text column as documents, and the choice of engine (this machine, or a Ray cluster).
+
+    hf-bpe train --dataset json --data-files docs.jsonl --text-column text --out tok/
+    hf-bpe tokenize-dataset --tokenizer tok/ --dataset json --data-files docs.jsonl --out data/
+
+>>> source = DatasetSource("json", data_files=["docs.jsonl"])
+>>> source.describe()
+"dataset 'json' (docs.jsonl) split 'train'"
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hf_bpe.errors import InputError
+
+PACKAGED_BUILDERS = ("json", "csv", "parquet", "text", "arrow")
+BUILDER_BY_SUFFIX = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text",
+                     ".arrow": "arrow"}
+ENGINES = ("local", "ray")
+RAY_INSTALL_HINT = "pip install 'hf_bpe[ray]' (or pip install ray)"
+
+
+@dataclass
+class DatasetSource:
+    """One split of a dataset, named as on the command line: a `save_to_disk` directory, a packaged builder (`json`,
+    `csv`, `parquet`, `text`) with `data_files`, a single data file, or a Hub dataset name."""
+
+    name: str
+    split: str = "train"
+    text_column: str = "text"
+    data_files: list[str] = field(default_factory=list)
+    config: str | None = None
+    streaming: bool = False
+    cache_dir: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> DatasetSource:
+        return cls(args.dataset, split=args.split, text_column=args.text_column, data_files=list(args.data_files or []),
+                   config=args.config, streaming=args.streaming, cache_dir=args.cache_dir)
+
+    def describe(self) -> str:
+        files = f" ({', '.join(self.data_files)})" if self.data_files else ""
+        config = f" config {self.config!r}" if self.config else ""
+        return f"dataset {self.name!r}{files}{config} split {self.split!r}"
+
+    def hub_name(self) -> str | None:
+        """The dataset's Hub id for model-card metadata: None for local files, directories and packaged builders."""
+        if self.name in PACKAGED_BUILDERS or Path(self.name).exists() or self.data_files:
+            return None
+        return self.name
+
+    def load(self) -> Any:
+        """The split as a `datasets.Dataset` (an `IterableDataset` when streaming); see `load_text_dataset`."""
+        return load_text_dataset(self.name, split=self.split, data_files=self.data_files, config=self.config,
+                                 streaming=self.streaming, cache_dir=self.cache_dir)
+
+    def no_rows_error(self) -> InputError:
+        return InputError(f"{self.describe()} has no rows")
+
+
+def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | None = None,
+                      config: str | None = None, streaming: bool = False, cache_dir: str | None = None) -> Any:
+    """Load one split as a `datasets.Dataset` (or `IterableDataset` when streaming), turning failures into InputError.
+
+    A `save_to_disk` directory goes through `load_from_disk`; a packaged builder name or a single data file through
+    `load_dataset` with the data files mapped to `split`; anything else is passed to `load_dataset` as a Hub name.
+    A dataset without rows is an InputError saying so (`datasets` itself fails on some with a cryptic error).
+    """
+    import datasets
+
+    source = DatasetSource(dataset, split=split, data_files=list(data_files or []), config=config)
+    path = Path(dataset)
+    if path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file()):
+        return _load_saved(path, source, streaming)
+
+    builder, files = dataset, list(data_files or [])
+    if path.is_file() and not files:
+        builder, files = BUILDER_BY_SUFFIX.get(path.suffix.lower(), ""), [dataset]
+        if not builder:
+            raise InputError(f"{dataset}: cannot tell the format from the suffix; use --dataset json|csv|parquet|"
+                             f"text --data-files {dataset}")
+    if builder in PACKAGED_BUILDERS and not files:
+        raise InputError(f"--dataset {builder} needs --data-files")
+    for file in files:
+        if not any(char in file for char in "*?[") and "://" not in file and not Path(file).exists():
+            raise InputError(f"{file}: no such data file")
+    try:
+        # The data files become the split named by --split (without a slice such as "[:10%]").
+        mapped_files = {split.split("[", 1)[0]: files} if files else None
+        loaded = datasets.load_dataset(builder, config, data_files=mapped_files, split=split, streaming=streaming,
+                                       cache_dir=cache_dir)
+    except InputError:
+        raise
+    except StopIteration:  # the json builder on an empty file
+        raise source.no_rows_error() from None
+    except Exception as error:  # datasets raises many types (DatasetNotFoundError, ArrowInvalid, ConnectionError..)
+        message = " ".join(str(error).split()) or type(error).__name__
+        if "corresponds to no data" in message:  # the csv builder on a header without rows
+            raise source.no_rows_error() from None
+        raise InputError(f"could not load dataset {dataset!r} split {split!r}: {message}") from None
+    if not streaming and len(loaded) == 0:
+        raise source.no_rows_error()
+    return loaded
+
+
+def _load_saved(path: Path, source: DatasetSource, streaming: bool) -> Any:
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except IndexError:
+        # A saved Dataset with no rows has no data files, which load_from_disk fails on; a DatasetDict only when one
+        # of its splits has none.
+        raise InputError(f"{path}: the saved dataset (or one of its splits) has no rows") from None
+    except Exception as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        raise InputError(f"{path}: could not load the saved dataset: {message}") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        if source.split not in loaded:
+            raise InputError(f"{path}: no split {source.split!r}; the saved DatasetDict has: {', '.join(loaded)}")
+        loaded = loaded[source.split]
+    if len(loaded) == 0:
+        raise source.no_rows_error()
+    return loaded.to_iterable_dataset() if streaming else loaded
+
+
+def check_text(row: int, text_column: str, value: Any) -> None:
+    """InputError naming the row unless `value` is a string."""
+    if not isinstance(value, str):
+        preview = repr(value)
+        preview = preview if len(preview) <= 60 else preview[:57] + "..."
+        raise InputError(f"row {row} of column {text_column!r} is {type(value).__name__} {preview}, not a string")
+
+
+class RowTexts:
+    """The documents of a loaded split, one per row of `text_column`, read in batches; `num_rows` counts those seen.
+
+    Iterating a streaming split holds one batch of rows at a time, so training from it runs in bounded memory.
+    """
+
+    def __init__(self, data: Any, source: DatasetSource, batch_size: int = 1000) -> None:
+        self.data, self.source, self.batch_size = data, source, batch_size
+        self.num_rows = 0
+        columns = getattr(data, "column_names", None)
+        if columns is not None and source.text_column not in columns:
+            raise missing_column_error(source.text_column, columns)
+
+    def __iter__(self) -> Iterator[str]:
+        data = self.data.select_columns([self.source.text_column]) if not self.source.streaming else self.data
+        for batch in data.iter(batch_size=self.batch_size):
+            if self.source.text_column not in batch:
+                raise missing_column_error(self.source.text_column, list(batch))
+            for text in batch[self.source.text_column]:
+                check_text(self.num_rows, self.source.text_column, text)
+                self.num_rows += 1
+                yield text
+        if self.num_rows == 0:
+            raise self.source.no_rows_error()
+
+
+class SizedRowTexts(RowTexts):
+    """`RowTexts` of a split that is not streamed, so its length is known (for progress bars)."""
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def row_texts(data: Any, source: DatasetSource, batch_size: int = 1000) -> RowTexts:
+    """The documents of a loaded split: `SizedRowTexts` unless it is streamed."""
+    return (RowTexts if source.streaming else SizedRowTexts)(data, source, batch_size)
+
+
+def missing_column_error(text_column: str, columns: Sequence[str]) -> InputError:
+    return InputError(f"no column {text_column!r} in the dataset; its columns are: {', '.join(columns)}")
+
+
+def add_dataset_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """The dataset options, the same for `hf-bpe train --dataset` and `hf-bpe tokenize-dataset`."""
+    parser.add_argument("--dataset", required=required, metavar="NAME_OR_PATH",
+                        help="a save_to_disk directory, a builder (json, csv, parquet, text) with --data-files, "
+                             "a data file, or a Hub dataset name" + ("" if required else " (instead of INPUT files)"))
+    parser.add_argument("--data-files", nargs="+", metavar="F", help="data files for a builder (globs allowed)")
+    parser.add_argument("--config", metavar="NAME", help="dataset configuration name (Hub datasets; default: none)")
+    parser.add_argument("--split", default="train", metavar="S",
+                        help="split to read" + (", also the output name OUT/S.bin" if required else "")
+                             + " (default: %(default)s)")
+    parser.add_argument("--text-column", default="text", metavar="C",
+                        help="column holding the documents, one document per row (default: %(default)s)")
+    parser.add_argument("--streaming", action="store_true",
+                        help="stream the dataset (IterableDataset): rows are read as they are used, in bounded "
+                             "memory (default: off)")
+    parser.add_argument("--cache-dir", metavar="DIR", help="datasets cache directory (default: HF_DATASETS_CACHE)")
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--engine` and `--ray-address`, the same for `hf-bpe train` and `hf-bpe tokenize-dataset`."""
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="where the work runs: worker processes on this machine (local) or a Ray cluster (ray, "
+                             f"needs {RAY_INSTALL_HINT}); both give identical results (default: %(default)s)")
+    parser.add_argument("--ray-address", metavar="ADDRESS",
+                        help="the Ray cluster to join, e.g. 10.0.0.1:6379 or ray://host:10001 (default: RAY_ADDRESS, "
+                             "else a local cluster started for the run); only with --engine ray")
+
+
+def check_engine_arguments(args: argparse.Namespace) -> None:
+    """InputError for --ray-address without --engine ray, or --engine ray without ray installed (before any work)."""
+    if args.ray_address is not None and args.engine != "ray":
+        raise InputError("--ray-address needs --engine ray")
+    if args.engine == "ray":
+        ray_engine_module()
+
+
+def ray_engine_module() -> ModuleType:
+    """`hf_bpe.ray_engine`, imported only when asked for: ray is an optional dependency."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise InputError(f"--engine ray needs the ray package: {RAY_INSTALL_HINT}") from None
+    import hf_bpe.ray_engine
+
+    return hf_bpe.ray_engine
+
+
+def metadata_of(source: DatasetSource, num_rows: int) -> dict[str, Any]:
+    """What a training record or a token array's metadata says about the dataset it came from.
+
+    >>> metadata_of(DatasetSource("wikitext", config="wikitext-2-raw-v1"), 36718)["num_rows"]
+    36718
+    """
+    return {"name": source.name, "config": source.config, "data_files": list(source.data_files),
+            "split": source.split, "text_column": source.text_column, "num_rows": num_rows}
+
