@@ -66,22 +66,25 @@ class Compression:
 
 def write_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),
                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
-                     title: str | None = None) -> Path:
+                     title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None
+                     ) -> Path:
     """Write `directory/README.md` (atomically) describing the tokenizer saved there, and return its path.
 
     `training_info` defaults to `directory/hf_bpe_training.json` (written by `hf-bpe train`); whatever is missing is
     reported as "unknown". Each eval corpus is encoded whole with the hf_bpe encoder (special tokens count as one
-    token each) to report its bytes per token.
+    token each) to report its bytes per token. `license` (a Hub license id) and `datasets` (Hub dataset ids) go into
+    the metadata header; they default to the `license` and `dataset_names` of the training record.
     """
     directory = Path(directory)
     card = render_model_card(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
-                             title=title)
+                             title=title, license=license, datasets=datasets)
     return write_text_atomically(directory / "README.md", card)
 
 
 def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),
                       language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
-                      title: str | None = None) -> str:
+                      title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None
+                      ) -> str:
     """The text of the model card of a saved tokenizer directory (see `write_model_card`)."""
     from hf_bpe.encode import Tokenizer
     from hf_bpe.hf_export import load_tokenizer_directory
@@ -90,15 +93,18 @@ def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequen
         if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
             raise InputError(f"--language {code!r} is not a language code such as en, de or zh-Hans")
     directory = Path(directory)
+    info = read_training_info(directory) if training_info is None else training_info
+    license = license if license is not None else info.get("license")
+    datasets = list(datasets if datasets is not None else info.get("dataset_names") or [])
+    check_card_metadata(license, datasets)
     vocab, merges, special_tokens = load_tokenizer_directory(directory)
     tokenizer = Tokenizer(vocab, merges, special_tokens)
-    info = read_training_info(directory) if training_info is None else training_info
     compressions = [measure_compression(tokenizer, corpus) for corpus in eval_corpora]
     num_byte_tokens = sum(len(token) == 1 for token in vocab.values())
     coverage = ("Any text encodes (there is no unknown token) and decodes back exactly." if num_byte_tokens == 256
                 else "Some bytes have no token, so not every text can be encoded.")
     sections = [
-        _yaml_header(language),
+        _yaml_header(language, license, datasets),
         f"# {title or 'Byte-level BPE tokenizer'}\n\n"
         f"A GPT-2 style byte-level BPE tokenizer with {len(vocab):,} tokens, trained with hf_bpe: "
         f"{num_byte_tokens} byte tokens, {len(merges):,} merges and {len(special_tokens)} special "
@@ -133,7 +139,7 @@ def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], chunk_ch
     the documents go to `encode_batch` (all cores) in chunks of about `chunk_chars` characters, so only one chunk's
     ids are alive at a time.
     """
-    from hf_bpe.pretokenize import special_tokens_regex, split_keeping_special_tokens
+    from hf_bpe.pretokenize import SpecialTokenSplitter
 
     path = Path(corpus)
     try:
@@ -142,11 +148,13 @@ def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], chunk_ch
         raise InputError(f"{path}: no such eval corpus") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a text file") from None
+    if not data:
+        raise InputError(f"{path}: the eval corpus is empty, so there is no compression to report")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
-    parts = split_keeping_special_tokens(text, special_tokens_regex(tokenizer.special_tokens))
+    parts = SpecialTokenSplitter(tokenizer.special_tokens).split_keeping(text)
     num_tokens = len(parts) // 2  # the special tokens, one token each
     documents = parts[::2]
     start = 0
@@ -178,10 +186,27 @@ def show_tokens(tokenizer: Any, text: str) -> str:
     return "|".join(pieces)
 
 
-def _yaml_header(language: Sequence[str]) -> str:
+def check_card_metadata(license: str | None, datasets: Sequence[str]) -> None:
+    """InputError unless `license` looks like a Hub license id and each dataset like a Hub dataset id.
+
+    >>> check_card_metadata("apache-2.0", ["wikitext", "HuggingFaceFW/fineweb-edu"])
+    >>> check_card_metadata("Apache 2", [])
+    Traceback (most recent call last):
+    ...
+    hf_bpe.errors.InputError: --license 'Apache 2' is not a Hub license id such as apache-2.0, mit or cc-by-4.0
+    """
+    if license is not None and not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", license):
+        raise InputError(f"--license {license!r} is not a Hub license id such as apache-2.0, mit or cc-by-4.0")
+    for name in datasets:
+        if not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name):
+            raise InputError(f"--dataset-name {name!r} is not a Hub dataset id such as wikitext or user/name")
+
+
+def _yaml_header(language: Sequence[str], license: str | None, datasets: Sequence[str]) -> str:
     from huggingface_hub import ModelCardData
 
-    metadata = ModelCardData(language=list(language) or None, library_name=LIBRARY_NAME, tags=list(TAGS))
+    metadata = ModelCardData(language=list(language) or None, license=license, datasets=list(datasets) or None,
+                             library_name=LIBRARY_NAME, tags=list(TAGS))
     return f"---\n{metadata.to_yaml()}\n---"
 
 
@@ -190,6 +215,9 @@ def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, spe
 
     files = info.get("corpus_files") or []
     corpus = ", ".join(f"`{Path(str(file.get('path', '?'))).name}`" for file in files) or UNKNOWN
+    dataset = info.get("dataset")
+    if isinstance(dataset, dict):
+        corpus = _describe_dataset(dataset)
     seconds, workers = info.get("training_seconds"), info.get("num_workers")
     time = UNKNOWN if seconds is None else f"{seconds:,.1f} s" + (f" with {workers} worker processes" if workers
                                                                     else "")
@@ -202,15 +230,38 @@ def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, spe
         ("Corpus size", _size(info.get("corpus_bytes"))),
         ("Vocabulary size", f"{tokenizer.vocab_size:,}"),
         ("Special tokens", specials),
+        *([("Invalid UTF-8", _replacements(info))] if "replaced_bytes" in info else []),
         ("Training time", time),
         ("Hardware", info.get("hardware") or UNKNOWN),
         ("Python", info.get("python") or UNKNOWN),
         ("hf_bpe version", info.get("hf_bpe_version") or UNKNOWN),
+        ("Unicode version of the pre-tokenizer", info.get("unicode_version") or UNKNOWN),
         ("Date", info.get("date") or UNKNOWN),
     ]
     table = "\n".join(f"| {name} | {_table_cell(value)} |" for name, value in rows)
     return ("## Training\n\nPre-tokenization is the GPT-2 regex; documents are split at the special tokens, which are "
             f"never merged.\n\n| | |\n|---|---|\n{table}")
+
+
+def _describe_dataset(dataset: dict[str, Any]) -> str:
+    """'`name` (config `c`, files `a.jsonl`), split `train`, column `text`: 1,234 rows (one document each)'."""
+    details = []
+    if dataset.get("config"):
+        details.append(f"config `{dataset['config']}`")
+    if dataset.get("data_files"):
+        details.append("files " + ", ".join(f"`{Path(str(name)).name}`" for name in dataset["data_files"]))
+    rows = dataset.get("num_rows")
+    return (f"dataset `{dataset.get('name', UNKNOWN)}`" + (f" ({', '.join(details)})" if details else "")
+            + f", split `{dataset.get('split', UNKNOWN)}`, column `{dataset.get('text_column', UNKNOWN)}`: "
+            + (f"{rows:,} rows, one document each" if isinstance(rows, int) else "unknown number of rows"))
+
+
+def _replacements(info: dict[str, Any]) -> str:
+    first = info.get("first_replacement")
+    if not info.get("replaced_bytes") or not isinstance(first, dict):
+        return "none (read with --errors replace)"
+    return (f"{info['replaced_bytes']:,} bytes replaced with U+FFFD (--errors replace), the first at "
+            f"`{Path(str(first.get('path'))).name}` byte offset {first.get('byte_offset')}")
 
 
 def _compression_section(compressions: Sequence[Compression], info: dict[str, Any]) -> str:
@@ -289,6 +340,19 @@ def _size(num_bytes: Any) -> str:
     return f"{num_bytes:,} bytes"
 
 
+def add_card_metadata_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--license` and `--dataset-name`, the model-card metadata options of `hf-bpe train` and `hf-bpe card`."""
+    parser.add_argument("--license", metavar="ID",
+                        help="the license of the tokenizer for the card's metadata, a Hub license id such as "
+                             "apache-2.0, mit or cc-by-4.0 (default: none; hf-bpe card keeps what hf-bpe train "
+                             "recorded)")
+    parser.add_argument("--dataset-name", action="append", dest="dataset_names", metavar="NAME",
+                        help="a Hub dataset id the tokenizer was trained on, for the card's `datasets` metadata; "
+                             "repeat for several (default: the --dataset of hf-bpe train when it is a Hub name; hf-bpe "
+                             "card keeps what hf-bpe train recorded)")
+
+
+
 def add_card_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `hf-bpe card`."""
     parser.add_argument("directory", type=Path, metavar="DIR", help="a tokenizer directory saved by hf_bpe")
@@ -297,11 +361,12 @@ def add_card_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--language", action="append", default=[], metavar="L",
                         help="language code for the card's metadata (ISO 639-1, e.g. en); repeat for several")
     parser.add_argument("--title", help="the card's heading (default: 'Byte-level BPE tokenizer')")
+    add_card_metadata_arguments(parser)
 
 
 def run_card(args: argparse.Namespace) -> int:
     """Run `hf-bpe card` with parsed arguments; InputError is left to the caller to report."""
     path = write_model_card(args.directory, eval_corpora=args.eval_corpora, language=args.language,
-                            title=args.title)
+                            title=args.title, license=args.license, datasets=args.dataset_names)
     print(f"wrote {path}", file=sys.stderr)
     return 0

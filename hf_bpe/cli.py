@@ -15,15 +15,16 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from hf_bpe.errors import InputError
+from hf_bpe.outputs import describe_os_error
 
 DEFAULT_SPECIAL_TOKENS = ["<|endoftext|>"]
 DEFAULT_VOCAB_SIZE = 8192
@@ -37,13 +38,22 @@ def shipped_corpus() -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    return run_reporting_errors(f"hf-bpe {args.command}", args.run, args)
+
+
+def run_reporting_errors(prefix: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """`run(args)`, with every error a user can cause (bad input, an unwritable or full output, Ctrl-C) reported as
+    one line on stderr and exit code 2 (130 after Ctrl-C) instead of a traceback."""
     try:
-        return args.run(args)
+        return run(args)
     except (InputError, ValueError, TypeError) as error:
-        print(f"hf-bpe {args.command}: error: {error}", file=sys.stderr)
+        print(f"{prefix}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"{prefix}: error: {describe_os_error(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"hf-bpe {args.command}: interrupted; nothing was written", file=sys.stderr)
+        print(f"{prefix}: interrupted; nothing was written", file=sys.stderr)
         return 130
 
 
@@ -78,12 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    from hf_bpe.dataset_args import add_dataset_arguments, add_engine_arguments
+
     parser.add_argument("inputs", nargs="*", metavar="INPUT", type=Path,
                         help="UTF-8 text files to train on; documents may be separated by special tokens. "
-                             "Without any, trains on a 400 KB sample of the Python docs shipped with hf_bpe.")
+                             "Without any (and without --dataset), trains on a 400 KB sample of the Python docs "
+                             "shipped with hf_bpe.")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
                         help="directory to write (vocab.json, merges.txt, tokenizer.json, tokenizer_config.json, "
-                             "model card); it must not exist or be empty unless --force is given")
+                             "model card); it must not exist or be empty unless --force is given, and is checked to "
+                             "be writable before training starts")
     parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE, metavar="N",
                         help="final vocabulary size, counting the 256 byte tokens and the special tokens "
                              "(default: %(default)s)")
@@ -92,86 +106,192 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                              "repeat for several (the first is the end-of-text token). "
                              f"Default: {' '.join(DEFAULT_SPECIAL_TOKENS)}")
     parser.add_argument("--no-special-tokens", action="store_true", help="train without any special token")
+    parser.add_argument("--pad-token", metavar="TOK",
+                        help="the tokenizer's pad token (pad_token in tokenizer_config.json); if it is not one of "
+                             "the special tokens it is added as one, after them, so it counts in --vocab-size "
+                             "(default: none; transformers users often set tok.pad_token = tok.eos_token instead)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="processes for pre-tokenization (default: all cores)")
+                        help="processes for pre-tokenization (default: the CPUs this process may use)")
     parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
-                        help="what to do with invalid UTF-8: stop and name the byte offset (strict, the default), or "
-                             "replace bad bytes with U+FFFD")
+                        help="what to do with invalid UTF-8 in INPUT files: stop and name the byte offset (strict, "
+                             "the default), or replace bad bytes with U+FFFD and report how many were replaced")
+    add_engine_arguments(parser)
+    dataset_options = parser.add_argument_group(
+        "training on a dataset", "Instead of INPUT files, the text column of a HuggingFace dataset split, each row "
+                                 "one document (the same options as tokenize-dataset).")
+    add_dataset_arguments(dataset_options, required=False)
+    from hf_bpe.card import add_card_metadata_arguments
+
+    add_card_metadata_arguments(parser.add_argument_group("model card"))
     parser.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
+                                                                     "terminal)")
 
 
 def run_train(args: argparse.Namespace) -> int:
     from hf_bpe import __version__
-    from hf_bpe.card import TRAINING_INFO_FILE, write_model_card
+    from hf_bpe.card import TRAINING_INFO_FILE, check_card_metadata, write_model_card
+    from hf_bpe.dataset_args import DatasetSource, check_engine_arguments
     from hf_bpe.hf_export import save_tokenizer_directory
-    from hf_bpe.train import train_bpe
+    from hf_bpe.outputs import staging_directory
+    from hf_bpe.train import train_bpe_from_counts
 
-    special_tokens = [] if args.no_special_tokens else (args.special_tokens or DEFAULT_SPECIAL_TOKENS)
-    inputs = args.inputs or [shipped_corpus()]
+    special_tokens = training_special_tokens(args)
+    source = DatasetSource.from_args(args) if args.dataset else None
+    check_train_arguments(args, source)
+    check_engine_arguments(args)
+    check_card_metadata(args.license, card_dataset_names(args, source))
+    inputs = [] if source else (args.inputs or [shipped_corpus()])
+    # Refuses a bad vocab size or special token now, not after counting: training on no pre-tokens takes no time.
+    train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False)
+    progress = False if args.no_progress else None
+
     out: Path = args.out
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not args.force:
-        raise InputError(f"{out}: directory exists and is not empty (use --force to replace it)")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}")
-
-    start = time.perf_counter()
-    vocab, merges = train_bpe(inputs, args.vocab_size, special_tokens, num_workers=args.workers,
-                              errors=args.errors, progress=False if args.no_progress else None, verbose=True)
-    training_seconds = time.perf_counter() - start
-    if len(vocab) < args.vocab_size:
-        print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
-              f"fewer than the {args.vocab_size} asked for", file=sys.stderr)
-
-    training_info = {
-        "corpus_files": [{"path": str(path), "bytes": Path(path).stat().st_size} for path in inputs],
-        "corpus_bytes": sum(Path(path).stat().st_size for path in inputs),
-        "vocab_size": len(vocab),
-        "special_tokens": special_tokens,
-        "training_seconds": round(training_seconds, 3),
-        "num_workers": args.workers or os.cpu_count() or 1,
-        "hardware": describe_hardware(),
-        "python": platform.python_version(),
-        "hf_bpe_version": __version__,
-        "date": datetime.date.today().isoformat(),
-    }
-    with staging_directory(out, replace=args.force) as staging:
-        save_tokenizer_directory(staging, vocab, merges, special_tokens)
-        (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
-        write_model_card(staging, training_info=training_info)
+    with staging_directory(out, replace=args.force, min_free_bytes=minimum_output_bytes(args.vocab_size)) as staging:
+        start = time.perf_counter()
+        counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
+        counting_seconds = time.perf_counter() - start
+        vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress)
+        training_seconds = time.perf_counter() - start
+        if len(vocab) < args.vocab_size:
+            print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
+                  f"fewer than the {args.vocab_size} asked for", file=sys.stderr)
+        training_info = {
+            **corpus_info,
+            "vocab_size": len(vocab),
+            "special_tokens": special_tokens,
+            "pad_token": args.pad_token,
+            "distinct_pretokens": len(counts),
+            "counting_seconds": round(counting_seconds, 3),
+            "training_seconds": round(training_seconds, 3),
+            "engine": args.engine,
+            "num_workers": args.workers or default_num_workers(),
+            "hardware": describe_hardware(),
+            "python": platform.python_version(),
+            "hf_bpe_version": __version__,
+            "unicode_version": unicode_version(),
+            "date": datetime.date.today().isoformat(),
+            "license": args.license,
+            "dataset_names": card_dataset_names(args, source),
+        }
+        try:
+            save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token)
+            (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
+            write_model_card(staging, training_info=training_info)
+        except OSError as error:
+            raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
+                             f"(nothing was written)") from None
     print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
-          f"{len(special_tokens)} special) in {training_seconds:.1f} s", file=sys.stderr)
+          f"{len(special_tokens)} special) in {training_seconds:.1f} s{replacement_note(training_info)}",
+          file=sys.stderr)
     return 0
 
 
-@contextmanager
-def staging_directory(target: Path, replace: bool = False) -> Iterator[Path]:
-    """Build a directory under a temporary name next to `target` and move it into place only on success.
+def training_special_tokens(args: argparse.Namespace) -> list[str]:
+    """The special tokens to train with: --special-token (or the default), plus --pad-token when it is new."""
+    special_tokens = [] if args.no_special_tokens else list(args.special_tokens or DEFAULT_SPECIAL_TOKENS)
+    if args.pad_token is not None:
+        if args.no_special_tokens:
+            raise InputError("--pad-token is a special token, so it cannot be combined with --no-special-tokens")
+        if args.pad_token not in special_tokens:
+            special_tokens.append(args.pad_token)
+    return special_tokens
 
-    On any error the temporary directory is removed and `target` is left as it was. An existing `target` (empty, or
-    anything with `replace`) is swapped out and deleted only after the new one is in place.
-    """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if target.exists():
-        if not replace and any(target.iterdir()):
-            shutil.rmtree(staging, ignore_errors=True)
-            raise InputError(f"{target}: directory exists and is not empty (use --force to replace it)")
-        old = target.parent / f".{target.name}.old-{os.getpid()}"
-        os.replace(target, old)
-        os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
+
+def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
+    """The checks on `hf-bpe train`'s own options that need no file to be read."""
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be at least 1, got {args.workers}")
+    if source is not None:
+        if args.inputs:
+            raise InputError("give INPUT files or --dataset, not both")
+        if args.errors != "strict":
+            raise InputError("--errors applies to INPUT files; dataset text is already decoded")
     else:
-        os.replace(staging, target)
+        for flag, given in (("--data-files", args.data_files), ("--config", args.config),
+                            ("--streaming", args.streaming), ("--cache-dir", args.cache_dir)):
+            if given:
+                raise InputError(f"{flag} needs --dataset")
+
+
+def count_training_corpus(args: argparse.Namespace, inputs: list[Path], source: Any, special_tokens: list[str],
+                          progress: bool | None) -> tuple[Counter[bytes], dict[str, Any]]:
+    """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus."""
+    from hf_bpe import count
+    from hf_bpe.dataset_args import datasets_progress_bars, metadata_of, ray_engine_module, row_texts
+
+    engine_options: dict[str, Any] = {}
+    if args.engine == "ray":
+        engine_options["engine"] = ray_engine_module().RayCountingEngine(args.ray_address)
+    if source is not None:
+        with datasets_progress_bars(progress is not False):
+            texts = row_texts(source.load(), source)
+        counts = count.count_pretokens_in_iterator(texts, special_tokens, num_workers=args.workers,
+                                                   progress=progress, **engine_options)
+        return counts, {"dataset": metadata_of(source, texts.num_rows), "corpus_files": [],
+                        "corpus_bytes": texts.num_bytes}
+    stats_type = getattr(count, "CountStats", None)
+    stats = stats_type(replaced_bytes=0, first_replacement=None) if stats_type and args.errors == "replace" else None
+    if stats is not None:
+        engine_options["stats"] = stats
+    counts = count.count_pretokens_in_files(inputs, special_tokens, num_workers=args.workers, errors=args.errors,
+                                            progress=progress, **engine_options)
+    info: dict[str, Any] = {
+        "corpus_files": [{"path": str(path), "bytes": Path(path).stat().st_size} for path in inputs],
+        "corpus_bytes": sum(Path(path).stat().st_size for path in inputs),
+        "errors": args.errors,
+    }
+    if stats is not None:
+        first = stats.first_replacement
+        info["replaced_bytes"] = stats.replaced_bytes
+        info["first_replacement"] = None if first is None else {"path": str(first[0]), "byte_offset": first[1]}
+    return counts, info
+
+
+def replacement_note(training_info: dict[str, Any]) -> str:
+    """'; replaced N invalid bytes with U+FFFD, the first at PATH byte OFFSET' for --errors replace, else ''.
+
+    >>> replacement_note({"replaced_bytes": 2, "first_replacement": {"path": "a.txt", "byte_offset": 120}})
+    '; replaced 2 bytes of invalid UTF-8 with U+FFFD, the first at a.txt byte offset 120'
+    >>> replacement_note({"replaced_bytes": 0, "first_replacement": None})
+    '; no invalid UTF-8 to replace'
+    """
+    if "replaced_bytes" not in training_info:
+        return ""
+    first = training_info.get("first_replacement")
+    if not training_info["replaced_bytes"] or not first:
+        return "; no invalid UTF-8 to replace"
+    return (f"; replaced {training_info['replaced_bytes']:,} byte{'s' if training_info['replaced_bytes'] != 1 else ''}"
+            f" of invalid UTF-8 with U+FFFD, the first at {first['path']} byte offset {first['byte_offset']}")
+
+
+def card_dataset_names(args: argparse.Namespace, source: Any) -> list[str]:
+    """The card's `datasets` metadata: --dataset-name, else the --dataset trained on when it is a Hub name."""
+    if args.dataset_names:
+        return list(args.dataset_names)
+    name = source.hub_name() if source is not None else None
+    return [name] if name else []
+
+
+def minimum_output_bytes(vocab_size: int) -> int:
+    """A floor on the size of a saved tokenizer directory: each token takes at least ~32 bytes over vocab.json,
+    merges.txt and tokenizer.json (measured: 80-90), plus the small files. Less free space than this fails for sure."""
+    return 32 * vocab_size + 16_384
+
+
+def unicode_version() -> str | None:
+    """The Unicode version of the pre-tokenizer's character classes (None before hf_bpe recorded one)."""
+    from hf_bpe import pretokenize
+
+    return getattr(pretokenize, "UNICODE_VERSION", None)
+
+
+def default_num_workers() -> int:
+    try:
+        from hf_bpe.parallel import default_num_workers as workers
+    except ImportError:  # before hf_bpe.parallel
+        return os.cpu_count() or 1
+    return workers()
 
 
 def describe_hardware() -> str:

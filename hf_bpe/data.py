@@ -39,7 +39,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from hf_bpe.dataset_args import (DatasetSource, add_dataset_arguments, add_engine_arguments, check_engine_arguments,
-                                  check_text, load_text_dataset, missing_column_error, ray_engine_module)
+                                  check_text, datasets_progress_bars, load_text_dataset, missing_column_error,
+                                  ray_engine_module)
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
 from hf_bpe.outputs import created_directories
@@ -106,8 +107,6 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
     >>> meta["dtype"], meta["num_documents"]  # doctest: +SKIP
     ('uint16', 2)
     """
-    import datasets
-
     from hf_bpe import __version__
     from hf_bpe.hf_export import load_tokenizer_directory
 
@@ -131,10 +130,7 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
     source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
                            config=config, streaming=streaming, cache_dir=cache_dir)
 
-    bars_were_enabled = datasets.is_progress_bar_enabled()
-    if not progress:
-        datasets.disable_progress_bars()
-    try:
+    with datasets_progress_bars(progress):
         data = source.load()  # before --out is created: a dataset that does not load leaves nothing behind
         with created_directories(out_dir):
             work_dir = out_dir / f".{split}.tmp-{os.getpid()}"
@@ -166,9 +162,6 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
                 os.replace(temporary_meta, meta_path)
             finally:
                 shutil.rmtree(work_dir, ignore_errors=True)
-    finally:
-        if bars_were_enabled:
-            datasets.enable_progress_bars()
     return metadata
 
 
@@ -422,8 +415,6 @@ def run_tokenize_dataset(args: argparse.Namespace) -> int:
                             ("--cache-dir", args.cache_dir is not None)):
             if given:
                 raise InputError(f"{flag} is for --engine local; with --engine ray, Ray Data reads the dataset")
-        if not args.resume:
-            check_output_split(Path(args.out), args.split, args.force)
         metadata = ray_engine_module().tokenize_dataset_ray(
             args.tokenizer, args.dataset, args.out, split=args.split, text_column=args.text_column,
             data_files=args.data_files, config=args.config, append_eot=args.append_eot,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -131,6 +132,21 @@ def _load_saved(path: Path, source: DatasetSource, streaming: bool) -> Any:
     return loaded.to_iterable_dataset() if streaming else loaded
 
 
+@contextmanager
+def datasets_progress_bars(enabled: bool) -> Iterator[None]:
+    """Turn off the progress bars of `datasets` (loading, `map`) inside the block unless `enabled`."""
+    import datasets
+
+    were_enabled = datasets.is_progress_bar_enabled()
+    if not enabled:
+        datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if were_enabled:
+            datasets.enable_progress_bars()
+
+
 def check_text(row: int, text_column: str, value: Any) -> None:
     """InputError naming the row unless `value` is a string."""
     if not isinstance(value, str):
@@ -140,14 +156,15 @@ def check_text(row: int, text_column: str, value: Any) -> None:
 
 
 class RowTexts:
-    """The documents of a loaded split, one per row of `text_column`, read in batches; `num_rows` counts those seen.
+    """The documents of a loaded split, one per row of `text_column`, read in batches; `num_rows` and `num_bytes`
+    (UTF-8) count those seen.
 
     Iterating a streaming split holds one batch of rows at a time, so training from it runs in bounded memory.
     """
 
     def __init__(self, data: Any, source: DatasetSource, batch_size: int = 1000) -> None:
         self.data, self.source, self.batch_size = data, source, batch_size
-        self.num_rows = 0
+        self.num_rows = self.num_bytes = 0
         columns = getattr(data, "column_names", None)
         if columns is not None and source.text_column not in columns:
             raise missing_column_error(source.text_column, columns)
@@ -160,6 +177,7 @@ class RowTexts:
             for text in batch[self.source.text_column]:
                 check_text(self.num_rows, self.source.text_column, text)
                 self.num_rows += 1
+                self.num_bytes += len(text.encode("utf-8", "surrogatepass"))
                 yield text
         if self.num_rows == 0:
             raise self.source.no_rows_error()

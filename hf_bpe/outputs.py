@@ -32,8 +32,10 @@ def describe_os_error(error: OSError) -> str:
 
 
 @contextmanager
-def created_directories(directory: Path) -> Iterator[Path]:
+def created_directories(directory: Path, name: Path | None = None) -> Iterator[Path]:
     """Create `directory` and any missing parents; if the block fails, remove those that were created and are empty.
+
+    Errors name `name` (default: `directory`), the path the user gave.
 
     >>> import tempfile
     >>> base = Path(tempfile.mkdtemp())
@@ -46,6 +48,7 @@ def created_directories(directory: Path) -> Iterator[Path]:
     []
     """
     created: list[Path] = []
+    name = name or directory
     for path in [*reversed(directory.parents), directory]:
         if path.is_dir():
             continue
@@ -54,12 +57,12 @@ def created_directories(directory: Path) -> Iterator[Path]:
         except FileExistsError:
             if not path.is_dir():
                 _remove_empty(created)
-                raise InputError(f"{directory}: cannot create the directory: {path} exists and is not a "
+                raise InputError(f"{name}: cannot create the directory: {path} exists and is not a "
                                  f"directory") from None
             continue
         except OSError as error:
             _remove_empty(created)
-            raise InputError(f"{directory}: cannot create the directory: {describe_os_error(error)}") from None
+            raise InputError(f"{name}: cannot create the directory: {describe_os_error(error)}") from None
         created.append(path)
     try:
         yield directory
@@ -118,7 +121,7 @@ def staging_directory(target: Path, replace: bool = False, min_free_bytes: int =
         raise InputError(f"{target}: exists and is not a directory")
     if target.is_dir() and not replace and any(target.iterdir()):
         raise InputError(f"{target}: directory exists and is not empty (use --force to replace it)")
-    with created_directories(target.parent):
+    with created_directories(target.parent, target):
         staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         try:
