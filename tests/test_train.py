@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2
-from hf_bpe.train import _reverse_order_key, merge_pairs, train_bpe, train_bpe_from_counts, train_bpe_from_iterator
+from hf_bpe.train import (
+    LONG_WORD_LENGTH,
+    _reverse_order_key,
+    merge_pairs,
+    train_bpe,
+    train_bpe_from_counts,
+    train_bpe_from_iterator,
+)
 from tests.reference_bpe import merge_word, reference_counts, reference_train, reference_train_from_counts
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -30,6 +37,14 @@ documents = st.lists(fragments, max_size=25).map("".join)
 corpora = st.lists(documents, max_size=6)
 special_token_lists = st.sampled_from([[], [ENDOFTEXT], ["<pad>", ENDOFTEXT], ["aa"], ["<|", ENDOFTEXT]])
 small_vocab_sizes = st.integers(min_value=256, max_value=320)
+# Long words (runs of few letters, repeated patterns) that go through the linked-positions path.
+long_words = st.one_of(
+    st.text(alphabet="ab", min_size=2, max_size=80),
+    st.text(alphabet="abc", min_size=2, max_size=80),
+    st.tuples(st.sampled_from(["a", "ab", "aab", "abc", "abab", "aaab"]), st.integers(1, 40)).map(lambda p: p[0] * p[1]),
+    st.lists(st.sampled_from(["a", "aa", "ab", "ba", "b", "aaaa"]), min_size=1, max_size=40).map("".join),
+).filter(lambda word: len(word) > 1).map(str.encode)
+long_word_counts = st.dictionaries(long_words, st.integers(1, 4), min_size=1, max_size=5)
 differential = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -223,3 +238,38 @@ def test_counts_holding_a_special_token_are_refused() -> None:
     with pytest.raises(InputError, match=re.escape("pre-token b' <|endoftext|>' contains the special token "
                                                    "'<|endoftext|>'")):
         train_bpe_from_counts({b"ab": 3, b" <|endoftext|>": 2}, 300, [ENDOFTEXT])
+
+
+def merges_as_bytes(id_merges: list[tuple[int, int]]) -> list[tuple[bytes, bytes]]:
+    tokens = [bytes([byte]) for byte in range(256)]
+    merges = []
+    for left, right in id_merges:
+        merges.append((tokens[left], tokens[right]))
+        tokens.append(tokens[left] + tokens[right])
+    return merges
+
+
+@settings(max_examples=150, deadline=None)
+@given(counts=long_word_counts, long_word_length=st.sampled_from([2, 3, 5, 16]), num_merges=st.integers(1, 60))
+def test_long_words_merge_as_the_reference(counts: dict[bytes, int], long_word_length: int, num_merges: int) -> None:
+    # With a small threshold most words take the linked-positions path, the rest the str path, in the same run.
+    expected = reference_train_from_counts(counts, 256 + num_merges)[1]
+    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=long_word_length)) == expected
+
+
+@differential
+@given(corpus=corpora, special_tokens=special_token_lists, vocab_size=small_vocab_sizes)
+def test_every_word_long_matches_reference(corpus: list[str], special_tokens: list[str], vocab_size: int) -> None:
+    counts = reference_counts(corpus, special_tokens)
+    expected = reference_train_from_counts(counts, vocab_size)[1]
+    assert merges_as_bytes(merge_pairs(counts, vocab_size - 256, long_word_length=2)) == expected
+
+
+@pytest.mark.parametrize("word", [
+    b"a" * 1001, b"ab" * 700, b"aab" * 400, (b"abc" * 50 + b"a") * 20,
+    Path(FIXTURES / "corpus.en").read_bytes().replace(b" ", b"").replace(b"\n", b"")[:3000],
+])
+def test_words_longer_than_the_threshold_match_reference(word: bytes) -> None:
+    assert len(word) >= LONG_WORD_LENGTH
+    counts = {word: 2, word[:LONG_WORD_LENGTH - 1]: 3, b"ab": 5}
+    assert train_bpe_from_counts(counts, 256 + 80) == reference_train_from_counts(counts, 256 + 80)
