@@ -17,12 +17,9 @@ the tokenizer's pickled state) are the same before and after encoding, and `Data
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,63 +30,80 @@ from transformers.utils import PaddingStrategy, TensorType
 
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
-from hf_bpe.gpt2_format import save_gpt2, unicode_to_bytes
-from hf_bpe.hf_export import NO_MAX_LENGTH, save_tokenizer_directory
+from hf_bpe.gpt2_format import unicode_to_bytes
+from hf_bpe.hf_encode import (
+    EncodeOptions,
+    Row,
+    Sequence as EncodedText,
+    assemble,
+    is_rectangular,
+    pad_offsets,
+    split_encode_options,
+    string_pairs,
+    truncated_rows,
+)
+from hf_bpe.hf_export import ENDOFTEXT, merges_from_strings, read_json, read_tokenizers_json_model, vocab_from_strings
+from hf_bpe.hf_model_state import ModelTables
+from hf_bpe.hf_offsets import token_offsets
+from hf_bpe.hf_save import DirectorySaving
 
-try:  # transformers >= 4.? has these enums in tokenization_utils_base in every version we support
-    from transformers.tokenization_utils_base import TruncationStrategy
-except ImportError:  # pragma: no cover
-    from transformers.utils import TruncationStrategy  # type: ignore[no-redef]
+# Marks a bos/eos/unk token left to its GPT-2 default: `<|endoftext|>` when the vocab has it, else none.
+_GPT2_DEFAULT: Any = object()
 
 
-
-class HFBPETokenizer(PreTrainedTokenizer):
+class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
     """A byte-level BPE tokenizer (GPT-2 style) backed by `hf_bpe.Tokenizer`.
 
-    Loaded from a directory written by `hf_bpe.hf_export.save_tokenizer_directory` (or any GPT-2 style
-    `vocab.json` + `merges.txt`); adds no tokens around the text, like GPT-2.
+    Built from GPT-2 files (`HFBPETokenizer(vocab_file, merges_file)`), from objects as transformers 5 tokenizers
+    are (`HFBPETokenizer(vocab={token: id}, merges=[(left, right), ...])`), or by `from_pretrained` from a directory
+    with `vocab.json` + `merges.txt` or only a `tokenizer.json`. Adds no tokens around the text, like GPT-2; like
+    `GPT2Tokenizer`, `<|endoftext|>` is the bos, eos and unk token by default when the vocab has it.
     """
 
     vocab_files_names = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
     model_input_names = ["input_ids", "attention_mask"]
 
-    def __init__(self, vocab_file: str, merges_file: str, errors: str = "replace",
-                 unk_token: str | AddedToken | None = None, bos_token: str | AddedToken | None = None,
-                 eos_token: str | AddedToken | None = None, pad_token: str | AddedToken | None = None,
-                 add_prefix_space: bool = False, **kwargs: Any) -> None:
+    def __init__(self, vocab_file: str | None = None, merges_file: str | None = None, errors: str = "replace",
+                 unk_token: str | AddedToken | None = _GPT2_DEFAULT, bos_token: str | AddedToken | None = _GPT2_DEFAULT,
+                 eos_token: str | AddedToken | None = _GPT2_DEFAULT, pad_token: str | AddedToken | None = None,
+                 add_prefix_space: bool = False, *, vocab: dict[str, int] | None = None,
+                 merges: Sequence[Any] | None = None, tokenizer_file: str | None = None, **kwargs: Any) -> None:
         if add_prefix_space:
             raise ValueError("HFBPETokenizer does not support add_prefix_space=True")
-        for path in (vocab_file, merges_file):
-            if path is None or not os.path.isfile(path):
-                name = "vocab.json" if path is vocab_file else "merges.txt"
-                raise InputError(f"{path or name}: no such file")
-        # Raises InputError naming the file and line for a corrupt vocab or merges file.
-        self._ordinary = Tokenizer.from_files(vocab_file, merges_file)
-        self._base_vocab: dict[int, bytes] = dict(self._ordinary.vocab)
-        self.merges: list[tuple[bytes, bytes]] = list(self._ordinary.merges)
-        # vocab.json itself, read as text: the strings transformers sees as tokens (special tokens as plain text).
-        self.encoder: dict[str, int] = json.loads(Path(vocab_file).read_text(encoding="utf-8"))
-        self.decoder: dict[int, str] = {token_id: token for token, token_id in self.encoder.items()}
+        encoder, ordinary = _read_model(vocab_file, merges_file, vocab, merges, tokenizer_file)
+        self._set_model(encoder, ordinary)
         self.errors = errors
-        self._with_added_tokens = self._ordinary
         self._ready = False
+        named = {name: (ENDOFTEXT if ENDOFTEXT in encoder else None) if value is _GPT2_DEFAULT else value
+                 for name, value in (("unk_token", unk_token), ("bos_token", bos_token), ("eos_token", eos_token))}
         # Only the special tokens and errors are settings of ours; model_max_length etc. go to the base class.
         kwargs.setdefault("clean_up_tokenization_spaces", False)
-        super().__init__(errors=errors, unk_token=unk_token, bos_token=bos_token, eos_token=eos_token,
-                         pad_token=pad_token, add_prefix_space=add_prefix_space, **kwargs)
+        super().__init__(errors=errors, pad_token=pad_token, add_prefix_space=add_prefix_space, **named, **kwargs)
         self._ready = True
         self._rebuild_added_tokens()
+
+    def _set_model(self, encoder: dict[str, int], ordinary: Tokenizer) -> None:
+        """Install the base vocabulary: `encoder` holds the strings transformers sees as tokens."""
+        self._tables = ModelTables(encoder, ordinary)
+
+    # The model's tables live in one ModelTables object (small pickles, cheap `datasets` hashing).
+    encoder = property(lambda self: self._tables.encoder, doc="vocab.json: token string -> id")
+    decoder = property(lambda self: self._tables.decoder, doc="id -> token string")
+    merges = property(lambda self: self._tables.merges, doc="the merges as byte pairs, in rank order")
+    _base_vocab = property(lambda self: self._tables.base_vocab)
+    _ordinary = property(lambda self: self._tables.ordinary)
+    _with_added_tokens = property(lambda self: self._tables.with_added)
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *args: Any,
                         **kwargs: Any) -> HFBPETokenizer:
-        """Load a saved directory (or Hub repository) written by hf_bpe."""
+        """Load a saved directory (or Hub repository): `vocab.json` + `merges.txt`, or `tokenizer.json` alone."""
         directory = Path(pretrained_model_name_or_path)
-        if directory.is_dir():
+        if directory.is_dir() and not (directory / "tokenizer.json").is_file():
             for name in cls.vocab_files_names.values():
                 if not (directory / name).is_file():
                     raise InputError(f"{directory / name}: no such file (HFBPETokenizer needs vocab.json and "
-                                     f"merges.txt)")
+                                     f"merges.txt, or tokenizer.json)")
         try:
             with _class_mismatch_warning_silenced():
                 return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
@@ -99,6 +113,21 @@ class HFBPETokenizer(PreTrainedTokenizer):
             if "protobuf" in str(error) and error.__context__ is not None:
                 raise error.__context__ from None
             raise
+
+    def train_new_from_iterator(self, text_iterator: Iterable[str | Sequence[str]], vocab_size: int,
+                                length: int | None = None, new_special_tokens: Sequence[str | AddedToken] | None = None,
+                                special_tokens_map: dict[str, str] | None = None, *, progress: bool | None = None,
+                                **kwargs: Any) -> HFBPETokenizer:
+        """Train a new tokenizer like this one (same special tokens and settings) with hf_bpe's exact trainer.
+
+        Mirrors `PreTrainedTokenizerFast.train_new_from_iterator`: `text_iterator` yields texts or batches of texts
+        (each text a document), `vocab_size` counts the 256 bytes, the merges and the special tokens,
+        `new_special_tokens` are added to the current ones and `special_tokens_map` renames special tokens
+        ({old: new}). `length` is accepted for compatibility (the progress bar needs no total).
+        """
+        from hf_bpe.hf_training import train_like
+
+        return train_like(self, text_iterator, vocab_size, new_special_tokens, special_tokens_map, progress, kwargs)
 
     # ------------------------------------------------------------------------------ what the slow base class needs
 
@@ -137,7 +166,7 @@ class HFBPETokenizer(PreTrainedTokenizer):
                 clean_up_tokenization_spaces: bool | None = None, **kwargs: Any) -> str:
         # Like the fast tokenizer: bytes of all tokens joined, then decoded; no spaces around special tokens
         # (transformers 4's slow default puts them there).
-        ids = [token_ids] if isinstance(token_ids, int) else [int(token_id) for token_id in token_ids]
+        ids = _checked_ids([token_ids] if not isinstance(token_ids, (list, tuple, np.ndarray)) else token_ids)
         if skip_special_tokens:
             special_ids = set(self.all_special_ids)
             ids = [token_id for token_id in ids if token_id not in special_ids]
@@ -145,7 +174,9 @@ class HFBPETokenizer(PreTrainedTokenizer):
             self.convert_tokens_to_string(self.convert_ids_to_tokens(ids))
         cleanup = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None \
             else clean_up_tokenization_spaces
-        return self.clean_up_tokenization(text) if cleanup else text
+        if cleanup and not _fast_skips_cleanup(self):
+            text = self.clean_up_tokenization(text)
+        return text
 
     def _add_tokens(self, new_tokens: Any, special_tokens: bool = False) -> int:
         added = super()._add_tokens(new_tokens, special_tokens=special_tokens)
@@ -156,11 +187,7 @@ class HFBPETokenizer(PreTrainedTokenizer):
     def _rebuild_added_tokens(self) -> None:
         """Rebuild the encoder that matches added tokens, with the ids the base class gave them."""
         added = self._added_tokens_decoder
-        vocab = dict(self._base_vocab)
-        for token_id, token in added.items():
-            vocab[token_id] = token.content.encode("utf-8")
-        contents = [token.content for _, token in sorted(added.items())]
-        self._with_added_tokens = Tokenizer(vocab, self.merges, contents) if contents else self._ordinary
+        self._tables.set_added_tokens([(token_id, token.content) for token_id, token in added.items()])
         # The batch route matches added tokens in one pass, which is exact only for plain ones.
         self._plain_added_tokens = all(not (token.lstrip or token.rstrip or token.single_word)
                                        for token in added.values())
@@ -170,134 +197,158 @@ class HFBPETokenizer(PreTrainedTokenizer):
     def _encode_plus(self, text: Any, text_pair: Any = None, **kwargs: Any) -> BatchEncoding:
         # transformers 5 sends single texts and batches here; 4 sends single texts here, batches to
         # _batch_encode_plus.
-        options, kwargs = _split_encode_options(kwargs)
+        options, rest = split_encode_options(kwargs)
         if isinstance(text, str) and (text_pair is None or isinstance(text_pair, str)):
-            pairs = [(text, text_pair)]
+            pairs: list[tuple[str, str | None]] | None = [(text, text_pair)]
             batched = False
         else:
-            pairs = _string_pairs(text, text_pair)
+            pairs = string_pairs(text, text_pair)
             batched = True
-        if pairs is None or not self._can_encode_directly(options, kwargs):
-            return super()._encode_plus(text, text_pair=text_pair, **options, **kwargs)
-        return self._encode_directly(pairs, batched, kwargs.get("split_special_tokens"), **options)
+        if pairs is None or not self._can_encode_directly(options, rest):
+            self._refuse_offsets(options)
+            return super()._encode_plus(text, text_pair=text_pair, **options.as_kwargs(), **rest)
+        return self._encode_directly(pairs, batched, rest.get("split_special_tokens"), options)
 
     def _batch_encode_plus(self, batch_text_or_text_pairs: Any, **kwargs: Any) -> BatchEncoding:
         # transformers 4 only.
-        options, kwargs = _split_encode_options(kwargs)
-        pairs = _string_pairs(batch_text_or_text_pairs, None)
-        if pairs is None or not self._can_encode_directly(options, kwargs):
-            return super()._batch_encode_plus(batch_text_or_text_pairs, **options, **kwargs)  # type: ignore[misc]
-        return self._encode_directly(pairs, True, kwargs.get("split_special_tokens"), **options)
+        options, rest = split_encode_options(kwargs)
+        pairs = string_pairs(batch_text_or_text_pairs, None)
+        if pairs is None or not self._can_encode_directly(options, rest):
+            self._refuse_offsets(options)
+            return super()._batch_encode_plus(  # type: ignore[misc]
+                batch_text_or_text_pairs, **options.as_kwargs(), **rest)
+        return self._encode_directly(pairs, True, rest.get("split_special_tokens"), options)
 
-    def _can_encode_directly(self, options: dict[str, Any], kwargs: dict[str, Any]) -> bool:
-        if set(kwargs) - {"split_special_tokens"}:
+    def _can_encode_directly(self, options: EncodeOptions, rest: dict[str, Any]) -> bool:
+        if set(rest) - {"split_special_tokens"} or options.is_split_into_words:
             return False
-        if options["is_split_into_words"] or options["return_overflowing_tokens"] or options["return_offsets_mapping"]:
-            return False
-        if options["add_special_tokens"] and self.num_special_tokens_to_add(pair=True) != 0:
+        if options.add_special_tokens and self.num_special_tokens_to_add(pair=True) != 0:
             return False
         return self._plain_added_tokens
 
+    def _refuse_offsets(self, options: EncodeOptions) -> None:
+        if options.return_offsets_mapping:
+            raise NotImplementedError(
+                "return_offsets_mapping=True is supported for text (or text pairs) as str, without "
+                "is_split_into_words and without added tokens that have lstrip/rstrip/single_word set; use the fast "
+                "tokenizer (AutoTokenizer.from_pretrained(directory)) for the other cases")
+
     def _encode_directly(self, pairs: list[tuple[str, str | None]], batched: bool, split_special_tokens: bool | None,
-                         *, add_special_tokens: bool, padding_strategy: PaddingStrategy,
-                         truncation_strategy: TruncationStrategy, max_length: int | None, stride: int,
-                         pad_to_multiple_of: int | None, padding_side: str | None,
-                         return_tensors: str | TensorType | None, return_token_type_ids: bool | None,
-                         return_attention_mask: bool | None, return_special_tokens_mask: bool, return_length: bool,
-                         verbose: bool, **_: Any) -> BatchEncoding:
-        """Encode all texts in one encoder call, then truncate and pad like the fast tokenizer."""
+                         options: EncodeOptions) -> BatchEncoding:
+        """Encode all texts in one encoder call, then truncate and assemble like the fast tokenizer."""
+        samples = self._encode_texts(pairs, split_special_tokens, options.return_offsets_mapping)
+        side = self.truncation_side
+        rows: list[Row] = []
+        sample_of_row: list[int] = []
+        for index, (first, second) in enumerate(samples):
+            sample_rows = truncated_rows(first, second, options, side)
+            rows += sample_rows
+            sample_of_row += [index] * len(sample_rows)
+        if not options.truncates:
+            for row in rows:
+                length = len(row.first.ids) + (0 if row.second is None else len(row.second.ids))
+                if length > self.model_max_length:
+                    self._eventual_warn_about_too_long_sequence(row.first.ids, options.max_length, options.verbose)
+        return self._finish(rows, sample_of_row, batched, options)
+
+    def _encode_texts(self, pairs: list[tuple[str, str | None]], split_special_tokens: bool | None,
+                      with_offsets: bool) -> list[tuple[EncodedText, EncodedText | None]]:
         if split_special_tokens is None:
             split_special_tokens = self.split_special_tokens
         encoder = self._ordinary if split_special_tokens else self._with_added_tokens
         texts = [first for first, _ in pairs] + [second for _, second in pairs if second is not None]
-        encoded = encoder.encode_batch(texts)
+        encoded = [EncodedText(ids, self._offsets(text, ids) if with_offsets else None)
+                   for text, ids in zip(texts, encoder.encode_batch(texts))]
         firsts, seconds = encoded[:len(pairs)], iter(encoded[len(pairs):])
+        return [(first, next(seconds) if second is not None else None) for first, (_, second) in zip(firsts, pairs)]
+
+    def _offsets(self, text: str, ids: list[int]) -> list[tuple[int, int]]:
+        vocab = self._with_added_tokens.vocab
+        return token_offsets(text, [len(vocab[token_id]) for token_id in ids])
+
+    def _finish(self, rows: list[Row], sample_of_row: list[int], batched: bool, options: EncodeOptions
+                ) -> BatchEncoding:
+        """Pad the rows' fields, add lengths and the overflow mapping, and make tensors as the fast tokenizer does."""
+        return_token_type_ids = options.return_token_type_ids
         if return_token_type_ids is None:
             return_token_type_ids = "token_type_ids" in self.model_input_names
+        return_attention_mask = options.return_attention_mask
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
-        truncate = truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None
-
-        input_ids: list[list[int]] = []
-        type_ids: list[list[int]] = []
-        for ids, (_, second) in zip(firsts, pairs):
-            pair_ids = next(seconds) if second is not None else None
-            if truncate:
-                ids, pair_ids = _truncate(ids, pair_ids, truncation_strategy, max_length,  # type: ignore[arg-type]
-                                          self.truncation_side)
-            if pair_ids is None:
-                input_ids.append(ids)
-                if return_token_type_ids:
-                    type_ids.append([0] * len(ids))
-            else:
-                input_ids.append(ids + pair_ids)
-                if return_token_type_ids:
-                    type_ids.append([0] * len(ids) + [1] * len(pair_ids))
-            if len(input_ids[-1]) > self.model_max_length and not truncate:
-                self._eventual_warn_about_too_long_sequence(input_ids[-1], max_length, verbose)
-
-        outputs: dict[str, Any] = {"input_ids": input_ids}
-        if return_token_type_ids:
-            outputs["token_type_ids"] = type_ids
-        if return_special_tokens_mask:
-            # The fast tokenizer marks only tokens it adds itself (none here), not special tokens in the text.
-            outputs["special_tokens_mask"] = [[0] * len(ids) for ids in input_ids]
-        if padding_strategy != PaddingStrategy.DO_NOT_PAD:
-            outputs = dict(self.pad(outputs, padding=padding_strategy.value, max_length=max_length,
-                                    pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side,
+        outputs: dict[str, Any] = assemble(rows, options, return_token_type_ids)
+        offsets = outputs.pop("offset_mapping", None)
+        if options.padding_strategy != PaddingStrategy.DO_NOT_PAD:
+            outputs = dict(self.pad(outputs, padding=options.padding_strategy.value, max_length=options.max_length,
+                                    pad_to_multiple_of=options.pad_to_multiple_of, padding_side=options.padding_side,
                                     return_attention_mask=return_attention_mask))
         elif return_attention_mask:
-            outputs["attention_mask"] = [[1] * len(ids) for ids in input_ids]
-        if return_length:
+            outputs["attention_mask"] = [[1] * len(ids) for ids in outputs["input_ids"]]
+        if offsets is not None:
+            outputs["offset_mapping"] = pad_offsets(offsets, [len(ids) for ids in outputs["input_ids"]],
+                                                    options.padding_side or self.padding_side)
+        if options.return_length:
             outputs["length"] = [len(ids) for ids in outputs["input_ids"]]
+        if options.return_overflowing_tokens:
+            # Like the fast tokenizer, a single text with overflow keeps the batch axis.
+            outputs["overflow_to_sample_mapping"] = sample_of_row
+            batched = True
         if not batched:
             outputs = {key: value[0] for key, value in outputs.items()}
-            if return_length:
+            if options.return_length:
                 outputs["length"] = [outputs["length"]]
-        elif return_tensors in ("np", TensorType.NUMPY) and _is_rectangular(outputs["input_ids"]):
+        elif options.return_tensors in ("np", TensorType.NUMPY) and is_rectangular(outputs["input_ids"]):
             # Same arrays as BatchEncoding would make, without its per-element check of nested lists.
             outputs = {key: np.asarray(value) for key, value in outputs.items()}
-        return BatchEncoding(outputs, tensor_type=return_tensors, prepend_batch_axis=not batched)
+        return BatchEncoding(outputs, tensor_type=options.return_tensors, prepend_batch_axis=not batched)
 
-    # -------------------------------------------------------------------------------------------------- saving
 
-    def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
-        """Write `vocab.json` and `merges.txt` (the base vocabulary) into `save_directory`."""
-        prefix = f"{filename_prefix}-" if filename_prefix else ""
-        with tempfile.TemporaryDirectory(dir=save_directory) as scratch:
-            save_gpt2(self._base_vocab, self.merges, scratch, self._special_tokens_in_base_vocab())
-            paths = []
-            for name in ("vocab.json", "merges.txt"):
-                target = os.path.join(save_directory, prefix + name)
-                shutil.move(os.path.join(scratch, name), target)
-                paths.append(target)
-        return tuple(paths)
+def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str, int] | None,
+                merges: Sequence[Any] | None, tokenizer_file: str | None) -> tuple[dict[str, int], Tokenizer]:
+    """The base vocabulary (strings -> ids) and its encoder, from objects, GPT-2 files or a `tokenizer.json`.
 
-    def save_pretrained(self, save_directory: str | os.PathLike[str], legacy_format: bool | None = None,
-                        filename_prefix: str | None = None, push_to_hub: bool = False,
-                        **kwargs: Any) -> tuple[str, ...]:
-        """Write the same files as `hf_bpe.hf_export.save_tokenizer_directory`: every loader reads them back."""
-        if push_to_hub:
-            raise ValueError("HFBPETokenizer.save_pretrained does not push to the Hub: save the directory, then "
-                             "upload it with huggingface_hub")
-        if filename_prefix:
-            raise ValueError("HFBPETokenizer.save_pretrained does not support filename_prefix")
-        ordinary_added = [token.content for token in self._added_tokens_decoder.values() if not token.special]
-        if ordinary_added:
-            raise ValueError(f"cannot save tokens added as non-special tokens: {ordinary_added}")
-        vocab = dict(self._base_vocab)
-        for token_id, token in self._added_tokens_decoder.items():
-            vocab[token_id] = token.content.encode("utf-8")
-        specials = [token.content for _, token in sorted(self._added_tokens_decoder.items())]
-        model_max_length = self.model_max_length if self.model_max_length < NO_MAX_LENGTH else None
-        pad_token = str(self.pad_token) if self.pad_token is not None else None
-        directory = save_tokenizer_directory(save_directory, vocab, self.merges, specials,
-                                             model_max_length=model_max_length, pad_token=pad_token)
-        return tuple(str(path) for path in sorted(directory.iterdir()) if path.is_file())
+    Raises InputError naming the file (and line) for a missing or corrupt file, or a merge that does not fit.
+    """
+    if vocab is not None or merges is not None:
+        if vocab is None or merges is None:
+            raise ValueError("HFBPETokenizer(vocab=..., merges=...) needs both the vocab and the merges")
+        if not isinstance(vocab, dict):
+            raise TypeError(f"vocab must be a dict of token strings to ids, got {type(vocab).__name__}")
+        return dict(vocab), _tokenizer_of(vocab_from_strings(vocab), merges_from_strings(merges), "vocab")
+    if vocab_file is None and merges_file is None and tokenizer_file is not None and os.path.isfile(tokenizer_file):
+        encoder, byte_merges, _ = read_tokenizers_json_model(Path(tokenizer_file))
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, tokenizer_file)
+    for path, name in ((vocab_file, "vocab.json"), (merges_file, "merges.txt")):
+        if path is None or not os.path.isfile(path):
+            raise InputError(f"{path or name}: no such file")
+    assert vocab_file is not None and merges_file is not None
+    ordinary = Tokenizer.from_files(vocab_file, merges_file)
+    # vocab.json itself, read as text: the strings transformers sees as tokens (special tokens as plain text).
+    return read_json(Path(vocab_file)), ordinary
 
-    def _special_tokens_in_base_vocab(self) -> list[str]:
-        return [token.content for token_id, token in self._added_tokens_decoder.items()
-                if token_id in self._base_vocab]
+
+def _tokenizer_of(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], source: str) -> Tokenizer:
+    try:
+        return Tokenizer(vocab, merges)
+    except ValueError as error:  # a merge that does not fit the vocab, a token given twice
+        raise InputError(f"{source}: {error}") from None
+
+
+def _fast_skips_cleanup(tokenizer: PreTrainedTokenizer) -> bool:
+    """Whether the fast tokenizer of this transformers ignores `clean_up_tokenization_spaces` for BPE: 5 does
+    (unless forced with `clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output`), 4 does not."""
+    if not hasattr(tokenizer, "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"):
+        return False
+    return not tokenizer.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output
+
+
+def _checked_ids(token_ids: Iterable[Any]) -> list[int]:
+    """Token ids as ints; TypeError for anything that is not an integer (numpy integers are fine)."""
+    ids = []
+    for token_id in token_ids:
+        if isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer)):
+            raise TypeError(f"token ids must be integers, got {token_id!r} ({type(token_id).__name__})")
+        ids.append(int(token_id))
+    return ids
 
 
 class _ClassMismatchFilter(logging.Filter):
@@ -316,89 +367,6 @@ def _class_mismatch_warning_silenced() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(log_filter)
-
-
-# The keyword arguments transformers passes to `_encode_plus` / `_batch_encode_plus`, with their defaults there.
-_ENCODE_OPTION_DEFAULTS: dict[str, Any] = dict(
-    add_special_tokens=True, padding_strategy=PaddingStrategy.DO_NOT_PAD,
-    truncation_strategy=TruncationStrategy.DO_NOT_TRUNCATE, max_length=None, stride=0, is_split_into_words=False,
-    pad_to_multiple_of=None, padding_side=None, return_tensors=None, return_token_type_ids=None,
-    return_attention_mask=None, return_overflowing_tokens=False, return_special_tokens_mask=False,
-    return_offsets_mapping=False, return_length=False, verbose=True,
-)
-
-
-def _split_encode_options(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split `_encode_plus` keyword arguments into the known options (defaults filled in) and the rest."""
-    options = {name: kwargs.get(name, default) for name, default in _ENCODE_OPTION_DEFAULTS.items()}
-    rest = {name: value for name, value in kwargs.items() if name not in _ENCODE_OPTION_DEFAULTS}
-    return options, rest
-
-
-def _truncate(ids: list[int], pair_ids: list[int] | None, strategy: TruncationStrategy, max_length: int,
-              side: str) -> tuple[list[int], list[int] | None]:
-    """Truncate one sequence or pair to `max_length` tokens as the `tokenizers` library does (truncation.rs).
-
-    >>> _truncate([1, 2, 3, 4, 5], [6, 7], TruncationStrategy.LONGEST_FIRST, 4, "right")
-    ([1, 2], [6, 7])
-    >>> _truncate([1, 2, 3], [4, 5, 6], TruncationStrategy.LONGEST_FIRST, 3, "left")
-    ([3], [5, 6])
-    """
-    def cut(sequence: list[int], length: int) -> list[int]:
-        if len(sequence) <= length:
-            return sequence
-        return sequence[:length] if side == "right" else sequence[len(sequence) - length:]
-
-    if max_length == 0:
-        return [], None if pair_ids is None else []
-    to_remove = len(ids) + len(pair_ids or ()) - max_length
-    if to_remove <= 0:
-        return ids, pair_ids
-    if strategy == TruncationStrategy.LONGEST_FIRST:
-        if pair_ids is None:
-            return cut(ids, max_length), None
-        shorter, longer = sorted((len(ids), len(pair_ids)))
-        longer = shorter if shorter > max_length else max(shorter, max_length - shorter)
-        if shorter + longer > max_length:
-            shorter = max_length // 2
-            longer = shorter + max_length % 2
-        first_length, second_length = (longer, shorter) if len(ids) > len(pair_ids) else (shorter, longer)
-        return cut(ids, first_length), cut(pair_ids, second_length)
-    if strategy == TruncationStrategy.ONLY_SECOND and pair_ids is None:
-        raise ValueError("Truncation error: Second sequence not provided")
-    target = ids if strategy == TruncationStrategy.ONLY_FIRST else pair_ids
-    assert target is not None
-    if len(target) <= to_remove:
-        raise ValueError("Truncation error: Sequence to truncate too short to respect the provided max_length")
-    if strategy == TruncationStrategy.ONLY_FIRST:
-        return cut(ids, len(ids) - to_remove), pair_ids
-    return ids, cut(target, len(target) - to_remove)
-
-
-def _is_rectangular(rows: list[list[int]]) -> bool:
-    return bool(rows) and len(rows[0]) > 0 and all(len(row) == len(rows[0]) for row in rows)
-
-
-def _string_pairs(texts: Any, pairs: Any) -> list[tuple[str, str | None]] | None:
-    """A batch of texts (or text pairs) as [(text, pair or None)], or None if it is not one made of strings."""
-    if not isinstance(texts, (list, tuple)):
-        return None
-    if pairs is not None:
-        if not isinstance(pairs, (list, tuple)) or len(pairs) != len(texts):
-            return None
-        result = list(zip(texts, pairs))
-    else:
-        result = []
-        for item in texts:
-            if isinstance(item, str):
-                result.append((item, None))
-            elif isinstance(item, (list, tuple)) and len(item) == 2:
-                result.append((item[0], item[1]))
-            else:
-                return None
-    if all(isinstance(first, str) and (second is None or isinstance(second, str)) for first, second in result):
-        return result
-    return None
 
 
 __all__ = ["HFBPETokenizer"]

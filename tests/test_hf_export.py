@@ -144,7 +144,7 @@ def test_config_naming_an_unknown_special_token(saved: Path) -> None:
 
 def test_config_added_token_with_an_unknown_token(saved: Path) -> None:
     config = read_json(saved / "tokenizer_config.json")
-    config["added_tokens_decoder"]["500"] = {"content": "<mask>", "special": True}
+    config["added_tokens_decoder"]["400"] = {"content": "<mask>", "special": True}  # an id vocab.json uses
     (saved / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(InputError, match=r"tokenizer_config.json: added token '<mask>' is not in vocab.json"):
         load_tokenizer_directory(saved)
