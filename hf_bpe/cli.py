@@ -44,17 +44,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_reporting_errors(prefix: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """`run(args)`, with every error a user can cause (bad input, an unwritable or full output, Ctrl-C) reported as
     one line on stderr and exit code 2 (130 after Ctrl-C) instead of a traceback."""
+    interrupted = f"{prefix}: interrupted; nothing was written"
     try:
         return run(args)
-    except (InputError, ValueError, TypeError) as error:
-        print(f"{prefix}: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"{prefix}: error: {describe_os_error(error)}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print(f"{prefix}: interrupted; nothing was written", file=sys.stderr)
+        print(interrupted, file=sys.stderr)
         return 130
+    except Exception as error:
+        if _raised_while_interrupted(error):  # e.g. a pool's TimeoutError while it shuts down after Ctrl-C
+            print(interrupted, file=sys.stderr)
+            return 130
+        if isinstance(error, (InputError, ValueError, TypeError)):
+            print(f"{prefix}: error: {error}", file=sys.stderr)
+            return 2
+        if isinstance(error, OSError):
+            print(f"{prefix}: error: {describe_os_error(error)}", file=sys.stderr)
+            return 2
+        raise
+
+
+def _raised_while_interrupted(error: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__context__
+    return False
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,9 +28,12 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from multiprocessing.pool import AsyncResult
 from pathlib import Path
@@ -160,6 +163,9 @@ def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_di
                 meta_path.unlink(missing_ok=True)
                 os.replace(temporary_bin, bin_path)
                 os.replace(temporary_meta, meta_path)
+            except OSError as error:
+                raise InputError(f"{bin_path}: cannot write: {error.strerror or error} (nothing was written)"
+                                 ) from None
             finally:
                 shutil.rmtree(work_dir, ignore_errors=True)
     return metadata
@@ -269,6 +275,27 @@ class _BatchFlattener:
         return np.fromiter(chain.from_iterable(ids_per_text), dtype=self.dtype)
 
 
+@contextmanager
+def _interrupts_in_this_process_only() -> Iterator[None]:
+    """Ctrl-C sends SIGINT to every process of the terminal's group, and each forked worker of `map` or of a pool
+    would print its own KeyboardInterrupt traceback. The workers inherit this handler, which ignores the signal in
+    them: only this process raises KeyboardInterrupt, and ending the pool ends the workers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    this_process = os.getpid()
+
+    def interrupt_here_only(signum: int, frame: Any) -> None:
+        if os.getpid() == this_process:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt_here_only)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir: Path, batch_size: int,
                   num_proc: int, progress: bool, fingerprint: str) -> int:
     """Encode with `Dataset.map` (cache files in `work_dir`), then copy the ids in dataset order into `file`."""
@@ -279,10 +306,11 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
     data = data.select_columns([flatten.text_column])
     # The cache files live in this run's work directory, so no reuse is possible or wanted; a given fingerprint spares
     # datasets from hashing the encoder (a dill pickle of the whole vocab).
-    mapped = data.map(flatten, batched=True, batch_size=batch_size, with_indices=True,
-                      num_proc=num_proc if num_proc > 1 and len(data) > 1 else None,
-                      remove_columns=data.column_names, cache_file_name=str(work_dir / "ids.arrow"),
-                      load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing")
+    with _interrupts_in_this_process_only():
+        mapped = data.map(flatten, batched=True, batch_size=batch_size, with_indices=True,
+                          num_proc=num_proc if num_proc > 1 and len(data) > 1 else None,
+                          remove_columns=data.column_names, cache_file_name=str(work_dir / "ids.arrow"),
+                          load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing")
     ids_column = mapped.with_format("arrow")
     with tqdm(total=len(mapped), desc=f"writing {Path(file.name).name}", unit="batch",
               disable=not progress) as bar:
@@ -300,7 +328,8 @@ def _write_streaming(data: Any, flatten: _BatchFlattener, file: BinaryIO, batch_
     from tqdm.auto import tqdm
 
     num_documents = 0
-    with tqdm(desc=f"tokenizing {Path(file.name).name}", unit="doc", disable=not progress) as bar:
+    with tqdm(desc=f"tokenizing {Path(file.name).name}", unit="doc", disable=not progress) as bar, \
+            _interrupts_in_this_process_only():
         for ids, count in _encode_stream(_numbered_batches(data, batch_size), flatten, num_proc):
             file.write(memoryview(ids))
             num_documents += count
