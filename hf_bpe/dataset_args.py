@@ -12,6 +12,7 @@ dataset with clear errors, its text column as documents, and the choice of engin
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -112,24 +113,36 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
 
 
 def _load_saved(path: Path, source: DatasetSource, streaming: bool) -> Any:
+    """A `save_to_disk` Dataset, or one split of a DatasetDict (only that split is opened)."""
     import datasets
 
+    dict_file = path / "dataset_dict.json"
+    if dict_file.is_file():
+        splits = _read_json(dict_file).get("splits") or []
+        if source.split not in splits:
+            raise InputError(f"{path}: no split {source.split!r}; the saved DatasetDict has: {', '.join(splits)}")
+        path = path / source.split
+    # A saved Dataset without rows has no data files, which load_from_disk fails on with an IndexError.
+    if (path / "state.json").is_file() and _read_json(path / "state.json").get("_data_files") == []:
+        raise source.no_rows_error()
     try:
         loaded = datasets.load_from_disk(str(path))
-    except IndexError:
-        # A saved Dataset with no rows has no data files, which load_from_disk fails on; a DatasetDict only when one
-        # of its splits has none.
-        raise InputError(f"{path}: the saved dataset (or one of its splits) has no rows") from None
     except Exception as error:
         message = " ".join(str(error).split()) or type(error).__name__
         raise InputError(f"{path}: could not load the saved dataset: {message}") from None
-    if isinstance(loaded, datasets.DatasetDict):
-        if source.split not in loaded:
-            raise InputError(f"{path}: no split {source.split!r}; the saved DatasetDict has: {', '.join(loaded)}")
-        loaded = loaded[source.split]
     if len(loaded) == 0:
         raise source.no_rows_error()
     return loaded.to_iterable_dataset() if streaming else loaded
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: not a readable JSON file ({error})") from None
+    if not isinstance(content, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return content
 
 
 @contextmanager

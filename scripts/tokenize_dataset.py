@@ -10,19 +10,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from hf_bpe.cli import run_reporting_errors
 from hf_bpe.data import add_tokenize_dataset_arguments, run_tokenize_dataset
-from hf_bpe.errors import InputError
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_tokenize_dataset_arguments(parser)
     args = parser.parse_args()
-    try:
-        return run_tokenize_dataset(args)
-    except InputError as error:
-        print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
-        return 2
+    return run_reporting_errors(Path(sys.argv[0]).name, run_tokenize_dataset, args)
 
 
 if __name__ == "__main__":

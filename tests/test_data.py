@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import signal
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -387,3 +390,100 @@ def test_hf_bpe_tokenize_dataset_command(tokenizer_dir, encoder, tmp_path, capsy
     assert main([*arguments, str(tmp_path / "out2"), "--text-column", "body"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "hf-bpe tokenize-dataset: error: no column 'body' in the dataset; its columns are: text"]
+
+
+# ------------------------------------------------------------------------------- special tokens, empty datasets
+
+
+def test_allow_special_gives_the_ids_of_tok_document(tokenizer_dir, encoder, tmp_path):
+    from transformers import AutoTokenizer
+
+    documents = [*DOCUMENTS, f"{EOT}", f"a{EOT}{EOT}b", f"<|endoftext|x {EOT[:-1]}"]
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
+    hf_tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    expected = [id for doc in documents for id in [*hf_tokenizer(doc)["input_ids"], 0]]
+    assert expected != expected_tokens(documents, encoder, eot_id=0).tolist()  # the literal strings do differ
+    for streaming, num_proc in [(False, 1), (False, 2), (True, 2)]:
+        out = tmp_path / f"out-{streaming}-{num_proc}"
+        metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)], allow_special=True,
+                       streaming=streaming, num_proc=num_proc, batch_size=3)
+        assert load_tokens(out, "train").tolist() == expected
+        assert metadata["allow_special"] is True and metadata["num_documents"] == len(documents)
+    # The default: a literal <|endoftext|> is text, so every eot id in the array is a document boundary.
+    metadata = run(tokenizer_dir, "json", tmp_path / "ordinary", tmp_path, data_files=[str(data_file)])
+    np.testing.assert_array_equal(load_tokens(tmp_path / "ordinary", "train"),
+                                  expected_tokens(documents, encoder, eot_id=0))
+    assert metadata["allow_special"] is False
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("source", ["empty_jsonl", "blank_jsonl", "header_only_csv", "empty_saved_dataset",
+                                    "empty_saved_split"])
+def test_a_dataset_without_rows_says_so(source, streaming, tokenizer_dir, tmp_path):
+    import datasets
+
+    options: dict = {}
+    if source in ("empty_jsonl", "blank_jsonl"):
+        (tmp_path / "docs.jsonl").write_text("" if source == "empty_jsonl" else "\n\n", encoding="utf-8")
+        dataset, options = "json", {"data_files": [str(tmp_path / "docs.jsonl")]}
+        message = rf"dataset 'json' \({re.escape(str(tmp_path / 'docs.jsonl'))}\) split 'train' has no rows"
+    elif source == "header_only_csv":
+        (tmp_path / "docs.csv").write_text("text,id\n", encoding="utf-8")
+        dataset = str(tmp_path / "docs.csv")
+        message = rf"dataset '{re.escape(dataset)}' split 'train' has no rows"
+    elif source == "empty_saved_dataset":
+        datasets.Dataset.from_dict({"text": []}).save_to_disk(str(tmp_path / "saved"))
+        dataset = str(tmp_path / "saved")
+        message = rf"dataset '{re.escape(dataset)}' split 'train' has no rows"
+    else:
+        datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a"]}),
+                              "test": datasets.Dataset.from_dict({"text": ["a"]}).select([])}).save_to_disk(
+            str(tmp_path / "saved"))
+        dataset, options = str(tmp_path / "saved"), {"split": "test"}
+        message = r"split 'test' has no rows"
+    with pytest.raises(InputError, match=message):
+        run(tokenizer_dir, dataset, tmp_path / "out", tmp_path, streaming=streaming, **options)
+    assert_clean(tmp_path / "out")
+
+
+# ----------------------------------------------------------------------------------- shards, engines, the command
+
+
+def test_load_tokens_reads_the_sharded_layout(tokenizer_dir, encoder, tmp_path):
+    from hf_bpe.shards import LAYOUT, shard_list, write_shard
+
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    out = tmp_path / "out"
+    metadata = run(tokenizer_dir, "json", out, tmp_path, data_files=[str(data_file)])
+    whole = np.fromfile(out / "train.bin", dtype=np.uint16)
+    (out / "train").mkdir()
+    parts = np.array_split(whole, 3)
+    records = [write_shard(out / "train" / f"part-{index:05d}.bin", [part]) for index, part in enumerate(parts)]
+    (out / "train.bin").unlink()
+    sharded = {**metadata, "layout": LAYOUT, "shards": shard_list("train", records), "concatenated": None}
+    (out / "train.json").write_text(json.dumps(sharded), encoding="utf-8")
+    tokens = load_tokens(out, "train")
+    assert len(tokens) == len(whole) and tokens.dtype == np.uint16
+    np.testing.assert_array_equal(np.asarray(tokens), whole)
+    assert split_documents(np.asarray(tokens), 0, encoder) == DOCUMENTS
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--resume"], "--resume needs --engine ray"),
+        (["--concatenate"], "--concatenate needs --engine ray"),
+        (["--ray-address", "127.0.0.1:6379"], "--ray-address needs --engine ray"),
+        (["--engine", "ray", "--streaming"], "--streaming is for --engine local"),
+        (["--engine", "ray", "--num-proc", "2"], "--num-proc is for --engine local"),
+    ],
+)
+def test_engine_options_are_checked(extra, message, tokenizer_dir, tmp_path, capsys):
+    from hf_bpe.cli import main
+
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS])
+    assert main(["tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset", str(data_file), "--out",
+                 str(tmp_path / "out"), "--no-progress", *extra]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hf-bpe tokenize-dataset: error: {message}"), lines
+    assert_clean(tmp_path / "out")
