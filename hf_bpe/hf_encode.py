@@ -109,7 +109,8 @@ def window_ranges(length: int, max_length: int, stride: int, side: str) -> list[
     if max_length == 0:
         return [(0, 0), (0, length)]
     if stride >= max_length:
-        raise ValueError(f"stride ({stride}) must be smaller than max_length ({max_length})")
+        raise ValueError(f"stride ({stride}) must be smaller than the length a sequence is truncated to "
+                         f"({max_length}), which for a pair is part of max_length")
     step = max_length - stride
     ranges = []
     if side == "right":

@@ -31,6 +31,7 @@ from transformers.utils import PaddingStrategy, TensorType
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import unicode_to_bytes
+from hf_bpe.hf_added_tokens import AddedTokenFlags, AddedTokenSplitter
 from hf_bpe.hf_encode import (
     EncodeOptions,
     Row,
@@ -66,7 +67,7 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
     def __init__(self, vocab_file: str | None = None, merges_file: str | None = None, errors: str = "replace",
                  unk_token: str | AddedToken | None = _GPT2_DEFAULT, bos_token: str | AddedToken | None = _GPT2_DEFAULT,
                  eos_token: str | AddedToken | None = _GPT2_DEFAULT, pad_token: str | AddedToken | None = None,
-                 add_prefix_space: bool = False, *, vocab: dict[str, int] | None = None,
+                 add_prefix_space: bool = False, *, vocab: dict[str, int] | Sequence[Any] | None = None,
                  merges: Sequence[Any] | None = None, tokenizer_file: str | None = None, **kwargs: Any) -> None:
         if add_prefix_space:
             raise ValueError("HFBPETokenizer does not support add_prefix_space=True")
@@ -78,9 +79,20 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
                  for name, value in (("unk_token", unk_token), ("bos_token", bos_token), ("eos_token", eos_token))}
         # Only the special tokens and errors are settings of ours; model_max_length etc. go to the base class.
         kwargs.setdefault("clean_up_tokenization_spaces", False)
+        given = [token for token in (pad_token, *named.values(), *kwargs.values()) if isinstance(token, AddedToken)]
         super().__init__(errors=errors, pad_token=pad_token, add_prefix_space=add_prefix_space, **named, **kwargs)
+        self._keep_flags_of(given)
         self._ready = True
         self._rebuild_added_tokens()
+
+    def _keep_flags_of(self, special_tokens: list[AddedToken]) -> None:
+        """Keep the lstrip/rstrip/... flags of special tokens given as AddedToken (`eos_token=AddedToken(...)`), as
+        the fast class does; transformers 5's slow base class registers them from their text only."""
+        for token in special_tokens:
+            token_id = self._added_tokens_encoder.get(token.content)
+            if token_id is not None and self._added_tokens_decoder[token_id].__getstate__() != token.__getstate__():
+                flags = {**token.__getstate__(), "special": True}
+                self._added_tokens_decoder[token_id] = AddedToken(**flags)
 
     def _set_model(self, encoder: dict[str, int], ordinary: Tokenizer) -> None:
         """Install the base vocabulary: `encoder` holds the strings transformers sees as tokens."""
@@ -185,12 +197,28 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         return added
 
     def _rebuild_added_tokens(self) -> None:
-        """Rebuild the encoder that matches added tokens, with the ids the base class gave them."""
+        """Rebuild the decoder of added tokens and the splitter that finds them, with the ids the base class gave."""
         added = self._added_tokens_decoder
         self._tables.set_added_tokens([(token_id, token.content) for token_id, token in added.items()])
-        # The batch route matches added tokens in one pass, which is exact only for plain ones.
-        self._plain_added_tokens = all(not (token.lstrip or token.rstrip or token.single_word)
-                                       for token in added.values())
+        self._added_splitter = AddedTokenSplitter({
+            token_id: AddedTokenFlags(token.content, special=token.special, single_word=token.single_word,
+                                      lstrip=token.lstrip, rstrip=token.rstrip, normalized=token.normalized)
+            for token_id, token in added.items()})
+
+    def tokenize(self, text: str, *args: Any, **kwargs: Any) -> list[str]:
+        """The tokens of `text`, added tokens found as the fast tokenizer finds them (see hf_added_tokens)."""
+        if not isinstance(text, str) or args or set(kwargs) - {"split_special_tokens", "add_special_tokens"}:
+            return super().tokenize(text, *args, **kwargs)
+        split_special_tokens = kwargs.get("split_special_tokens")
+        skip_special = self.split_special_tokens if split_special_tokens is None else split_special_tokens
+        tokens: list[str] = []
+        decoder = self.decoder
+        for start, stop, token_id in self._added_splitter.split(text, skip_special):
+            if token_id is None:
+                tokens += [decoder[token_id] for token_id in self._ordinary.encode(text[start:stop])]
+            else:  # like the fast tokenizer: the matched text, with the whitespace lstrip/rstrip took
+                tokens.append(text[start:stop])
+        return tokens
 
     # -------------------------------------------------------------------------------------------------- encoding
 
@@ -222,16 +250,13 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
     def _can_encode_directly(self, options: EncodeOptions, rest: dict[str, Any]) -> bool:
         if set(rest) - {"split_special_tokens"} or options.is_split_into_words:
             return False
-        if options.add_special_tokens and self.num_special_tokens_to_add(pair=True) != 0:
-            return False
-        return self._plain_added_tokens
+        return not (options.add_special_tokens and self.num_special_tokens_to_add(pair=True) != 0)
 
     def _refuse_offsets(self, options: EncodeOptions) -> None:
         if options.return_offsets_mapping:
             raise NotImplementedError(
-                "return_offsets_mapping=True is supported for text (or text pairs) as str, without "
-                "is_split_into_words and without added tokens that have lstrip/rstrip/single_word set; use the fast "
-                "tokenizer (AutoTokenizer.from_pretrained(directory)) for the other cases")
+                "return_offsets_mapping=True is supported for text (or text pairs) given as str, without "
+                "is_split_into_words; use the fast tokenizer (AutoTokenizer.from_pretrained(directory)) otherwise")
 
     def _encode_directly(self, pairs: list[tuple[str, str | None]], batched: bool, split_special_tokens: bool | None,
                          options: EncodeOptions) -> BatchEncoding:
@@ -253,18 +278,33 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
 
     def _encode_texts(self, pairs: list[tuple[str, str | None]], split_special_tokens: bool | None,
                       with_offsets: bool) -> list[tuple[EncodedText, EncodedText | None]]:
-        if split_special_tokens is None:
-            split_special_tokens = self.split_special_tokens
-        encoder = self._ordinary if split_special_tokens else self._with_added_tokens
+        """Encode every text of the pairs: added tokens found first, all the text between them in one batch."""
+        skip_special = self.split_special_tokens if split_special_tokens is None else split_special_tokens
         texts = [first for first, _ in pairs] + [second for _, second in pairs if second is not None]
-        encoded = [EncodedText(ids, self._offsets(text, ids) if with_offsets else None)
-                   for text, ids in zip(texts, encoder.encode_batch(texts))]
+        splitter = self._added_splitter
+        splits = [splitter.split(text, skip_special) if splitter else [(0, len(text), None)] for text in texts]
+        pieces = [text[start:stop] for text, segments in zip(texts, splits)
+                  for start, stop, token_id in segments if token_id is None]
+        piece_ids = iter(self._ordinary.encode_batch(pieces))
+        vocab = self._base_vocab
+        encoded = []
+        for text, segments in zip(texts, splits):
+            ids: list[int] = []
+            offsets: list[tuple[int, int]] | None = [] if with_offsets else None
+            for start, stop, token_id in segments:
+                if token_id is not None:
+                    ids.append(token_id)
+                    if offsets is not None:
+                        offsets.append((start, stop))
+                    continue
+                segment_ids = next(piece_ids)
+                ids += segment_ids
+                if offsets is not None:
+                    spans = token_offsets(text[start:stop], [len(vocab[token_id]) for token_id in segment_ids])
+                    offsets += [(begin + start, end + start) for begin, end in spans]
+            encoded.append(EncodedText(ids, offsets))
         firsts, seconds = encoded[:len(pairs)], iter(encoded[len(pairs):])
         return [(first, next(seconds) if second is not None else None) for first, (_, second) in zip(firsts, pairs)]
-
-    def _offsets(self, text: str, ids: list[int]) -> list[tuple[int, int]]:
-        vocab = self._with_added_tokens.vocab
-        return token_offsets(text, [len(vocab[token_id]) for token_id in ids])
 
     def _finish(self, rows: list[Row], sample_of_row: list[int], batched: bool, options: EncodeOptions
                 ) -> BatchEncoding:
@@ -302,7 +342,7 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         return BatchEncoding(outputs, tensor_type=options.return_tensors, prepend_batch_axis=not batched)
 
 
-def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str, int] | None,
+def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str, int] | Sequence[Any] | None,
                 merges: Sequence[Any] | None, tokenizer_file: str | None) -> tuple[dict[str, int], Tokenizer]:
     """The base vocabulary (strings -> ids) and its encoder, from objects, GPT-2 files or a `tokenizer.json`.
 
@@ -311,9 +351,8 @@ def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str
     if vocab is not None or merges is not None:
         if vocab is None or merges is None:
             raise ValueError("HFBPETokenizer(vocab=..., merges=...) needs both the vocab and the merges")
-        if not isinstance(vocab, dict):
-            raise TypeError(f"vocab must be a dict of token strings to ids, got {type(vocab).__name__}")
-        return dict(vocab), _tokenizer_of(vocab_from_strings(vocab), merges_from_strings(merges), "vocab")
+        encoder = _encoder_of(vocab)
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab")
     if vocab_file is None and merges_file is None and tokenizer_file is not None and os.path.isfile(tokenizer_file):
         encoder, byte_merges, _ = read_tokenizers_json_model(Path(tokenizer_file))
         return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, tokenizer_file)
@@ -324,6 +363,18 @@ def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str
     ordinary = Tokenizer.from_files(vocab_file, merges_file)
     # vocab.json itself, read as text: the strings transformers sees as tokens (special tokens as plain text).
     return read_json(Path(vocab_file)), ordinary
+
+
+def _encoder_of(vocab: Any) -> dict[str, int]:
+    """A vocab given as {token: id}, or as tokens (or (token, score) pairs, as transformers' extractors give them)
+    in id order."""
+    if isinstance(vocab, dict):
+        return dict(vocab)
+    if isinstance(vocab, (list, tuple)):
+        tokens = [item[0] if isinstance(item, (list, tuple)) else item for item in vocab]
+        if all(isinstance(token, str) for token in tokens):
+            return {token: token_id for token_id, token in enumerate(tokens)}
+    raise TypeError(f"vocab must be a dict of token strings to ids or a list of tokens, got {type(vocab).__name__}")
 
 
 def _tokenizer_of(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], source: str) -> Tokenizer:
