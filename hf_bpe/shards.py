@@ -223,7 +223,7 @@ class ShardedTokens:
     across array boundaries, index arrays, and `np.asarray` (which does copy everything into one array).
 
     >>> tokens = ShardedTokens([np.array([1, 2, 3]), np.array([], dtype=int), np.array([4, 5])])
-    >>> len(tokens), tokens[3], tokens[-1], tokens[2:4].tolist(), tokens[::2].tolist()
+    >>> len(tokens), int(tokens[3]), int(tokens[-1]), tokens[2:4].tolist(), tokens[::2].tolist()
     (5, 4, 5, [3, 4], [1, 3, 5])
     >>> tokens[np.array([4, 0])].tolist(), np.asarray(tokens).tolist()
     ([5, 1], [1, 2, 3, 4, 5])
