@@ -1,9 +1,10 @@
 """Counting GPT-2 pre-tokens in a corpus: the first stage of training.
 
-Semantics, exactly as the plain reference `Counter(GPT2_REGEX.findall(doc) for doc in special_regex.split(text))`:
+Semantics, exactly as the plain reference `Counter(GPT2_REGEX.findall(doc) for doc in splitter.split(text))`:
 special tokens split the text into documents (leftmost occurrence, the longest special token first when several start
 at one place) and are never counted; pre-tokens are the GPT-2 regex matches inside each document, keyed by their UTF-8
-bytes. Each text of an iterable is a document boundary too.
+bytes. Each text of an iterable is a document boundary too. Lone surrogates in a text (which have no UTF-8) are
+replaced as tiktoken and the encoder replace them (`replace_surrogates`).
 
 How it is fast (each step is differential-tested against that reference in tests/test_count.py):
 
@@ -15,43 +16,62 @@ How it is fast (each step is differential-tested against that reference in tests
   separator, changes no pre-token), and the result is counted by `Counter.update` in C, repeated that many times.
   ASCII pieces use `GPT2_ASCII_REGEX` (stdlib `re`, about twice as fast as `regex`).
 * Files are split into chunks of about `chunk_bytes` at safe cuts found by the parent (`find_chunk_boundaries`), and
-  worker processes each pull chunks from a queue, read their own byte range, and add its pieces to one piece count per
-  worker. Each worker converts its piece counts to pre-token counts once, at the end, so no distinct piece is
-  pre-tokenized twice by one worker.
+  worker processes each pull chunks from a queue, read their own byte range, and add its pieces to one piece table
+  per worker, so a piece seen in many chunks is pre-tokenized once per worker.
 
->>> sorted(count_pretokens(["Hi hi<|endoftext|>hi"], ["<|endoftext|>"]).items())
+Memory is bounded by the table of distinct pre-tokens, not by the corpus: distinct pieces outnumber distinct
+pre-tokens 2.4-3.5x on real corpora and keep growing with the corpus, so when a worker's piece table passes
+`MAX_PIECES` entries it is converted to pre-token counts (`PieceCounter.flush`), which the worker hands to the parent
+at once. The parent holds one pre-token table and the one being added to it.
+
+Counting engines. The work is a list of *tasks* (a file chunk `(path, start, end)`, or a batch of texts) and a
+picklable `run(counter, task)` that adds one task's text to a `PieceCounter` and returns its size for the progress
+bar. A `CountingEngine` runs every task exactly once, in any order, on any machine, and returns the sum of the
+pre-token counts; `LocalCountingEngine` (worker processes on this machine) is the default, and
+`hf_bpe.ray_engine.RayCountingEngine` runs the same tasks on a Ray cluster. An engine in a few lines:
+
+>>> class InThisProcess:
+...     def count(self, tasks, run, special_tokens, bar):
+...         counter = PieceCounter(special_tokens)
+...         for task in tasks:
+...             bar.update(run(counter, task))
+...         return counter.pretoken_counts()
+>>> sorted(count_pretokens_in_iterator(["Hi hi<|endoftext|>hi"], ["<|endoftext|>"], engine=InThisProcess()).items())
 [(b' hi', 1), (b'Hi', 1), (b'hi', 1)]
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import gc
 import os
 import queue
 import re
-import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, BinaryIO, Union
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 from hf_bpe.errors import InputError
+from hf_bpe.files import PathArg, check_input_files, find_invalid_utf8, read_text
+from hf_bpe.parallel import default_num_workers, multiprocessing_context, progress_bar
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
     WHITESPACE_CHARS,
+    SpecialTokenSplitter,
     split_into_pieces,
     validate_special_tokens,
 )
 
-PathArg = Union[str, "os.PathLike[str]"]
-
 DEFAULT_CHUNK_BYTES = 1 << 20
-# With the default num_workers, less input than this is counted in this process: starting a worker (a new
-# interpreter importing hf_bpe) costs about as much as counting a few megabytes.
+# With the default num_workers, less input than this is counted in this process: starting workers costs about as
+# much as counting a few megabytes.
 MIN_PARALLEL_BYTES = 4 << 20
 # Texts from an iterable are sent to the workers in batches of about this many characters.
 BATCH_CHARS = 1 << 20
+# A piece table with more entries than this is converted to pre-token counts (about 60 MB of pieces per worker).
+MAX_PIECES = 1 << 19
 
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
 # A candidate file cut: a space byte followed by a byte that starts a non-whitespace character. Multi-byte UTF-8
@@ -65,6 +85,28 @@ _CUT_WINDOW = 1 << 12
 # Pieces seen at most this often are pre-tokenized in groups by count (see `PieceCounter.pretoken_counts`).
 _REPEAT_LIMIT = 8
 _SEPARATOR = "\n"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+Task = TypeVar("Task")
+
+
+class CountingEngine(Protocol):
+    """Runs counting tasks somewhere and adds up their pre-token counts (see the module docstring)."""
+
+    def count(self, tasks: Iterable[Task], run: Callable[[PieceCounter, Task], int], special_tokens: Sequence[str],
+              bar: Any) -> Counter[bytes]:
+        """Run `run(counter, task)` once for every task, on `PieceCounter(special_tokens)` objects, updating `bar` by
+        the sizes `run` returns; return the sum of the counters' pre-token counts. Tasks may be a lazy iterator (a
+        stream): an engine pulls them as it goes and holds only a bounded number at a time."""
+        ...
+
+
+@dataclass
+class CountStats:
+    """What `errors="replace"` replaced: the number of invalid bytes, and where the first one was (path, offset)."""
+
+    replaced_bytes: int = 0
+    first_replacement: tuple[str, int] | None = None
 
 
 def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Counter[bytes]:
@@ -78,23 +120,27 @@ def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = ()) ->
     counter = PieceCounter(special_tokens)
     for index, text in enumerate(texts):
         _check_is_text(index, text)
-        counter.add_text(text)
+        counter.add_text(replace_surrogates(text))
     return counter.pretoken_counts()
 
 
 def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens: Sequence[str] = (), *,
                              num_workers: int | None = None, errors: str = "strict",
-                             chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: bool | None = None) -> Counter[bytes]:
-    """Pre-token counts of UTF-8 text files, read in chunks by `num_workers` processes (default: all cores).
+                             chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: bool | None = None,
+                             engine: CountingEngine | None = None, stats: CountStats | None = None
+                             ) -> Counter[bytes]:
+    """Pre-token counts of UTF-8 text files, read in chunks by `num_workers` processes (default: one per usable CPU).
 
     `num_workers=1` counts in this process, as does the default for less than `MIN_PARALLEL_BYTES` of input.
-    `errors="replace"` decodes invalid UTF-8 as U+FFFD; with the default "strict", invalid UTF-8 raises `InputError`
-    naming the file and the byte offset of the first bad byte. An empty file among others is skipped; if every file
-    is empty, that is an `InputError`. `progress=None` shows a tqdm bar (bytes processed) when stderr is a terminal.
+    `errors="replace"` decodes invalid UTF-8 as U+FFFD, and fills `stats` (if given) with the number of bytes replaced
+    and the first one's offset; with the default "strict", invalid UTF-8 raises `InputError` naming the file and the
+    byte offset of the first bad byte. A UTF-16 or UTF-32 file (byte order mark) is refused before counting. An empty
+    file among others is skipped; if every file is empty, that is an `InputError`. `progress=None` shows a tqdm bar
+    (bytes processed) when stderr is a terminal. `engine` counts the chunks elsewhere (see the module docstring).
 
-    Memory is bounded by the chunk size, not the file size (see `find_chunk_boundaries`): only text with no safe cut
-    at all, such as megabytes without a space or a special token, makes a chunk grow past `chunk_bytes`. Worker
-    processes are started with "spawn", which re-imports the main script: guard it with `if __name__ == "__main__":`.
+    Memory is bounded by the chunk size and the table of distinct pre-tokens, not the file size (see the module
+    docstring and `find_chunk_boundaries`). On Linux the workers are forked when no other thread runs, so a script
+    needs no `if __name__ == "__main__":` guard; elsewhere they are spawned, which re-imports the main script.
     """
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
@@ -103,7 +149,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
     path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    sizes = _check_input_files(path_list)
+    sizes = check_input_files(path_list)
     special_bytes = [token.encode() for token in specials]
     tasks: list[tuple[str, int, int]] = []
     for path, size in zip(path_list, sizes):
@@ -111,31 +157,39 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
             with open(path, "rb") as file:
                 boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes)
             tasks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
-    if num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES:
-        num_workers = 1  # starting worker processes would take longer than counting
-    with _progress_bar(progress, total=sum(sizes), unit="B", unit_scale=True) as bar:
-        return _count_tasks(tasks, _FileTask(specials, errors), num_workers, bar)
+    if errors == "replace" and stats is not None:
+        _find_replacements(tasks, stats)
+    if engine is None:
+        small = num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES
+        engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
+    with progress_bar(progress, desc="counting pre-tokens", total=sum(sizes), unit="B", unit_scale=True) as bar:
+        return engine.count(tasks, _FileTask(errors), specials, bar)
 
 
 def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[str] = (), *,
-                                num_workers: int | None = None, progress: bool | None = None) -> Counter[bytes]:
+                                num_workers: int | None = None, progress: bool | None = None,
+                                engine: CountingEngine | None = None) -> Counter[bytes]:
     """Pre-token counts of an iterable of texts (e.g. a `datasets` column), counted in parallel in batches.
 
-    Each text is pre-tokenized on its own, as in `count_pretokens`. Batches are sent to `num_workers` processes
-    (default: all cores) while the iterable is consumed; input that fits in one batch is counted in this process.
+    Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
+    sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
+    a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
+    counted in this process. `engine` counts the batches elsewhere (see the module docstring).
     """
     _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
-    total = len(texts) if hasattr(texts, "__len__") else None  # type: ignore[arg-type]
+    total = len(texts) if isinstance(texts, Sized) else None
     batches = _batches(texts)
-    first = next(batches, [])
-    second = next(batches, None)
-    with _progress_bar(progress, total=total, unit=" texts") as bar:
-        if second is None:
-            bar.update(len(first))
-            return count_pretokens(first, specials)
-        all_batches = _chain_batches(first, second, batches)
-        return _count_tasks(all_batches, _BatchTask(specials), num_workers, bar)
+    with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
+        if engine is None:
+            first = next(batches, [])
+            second = next(batches, None)
+            if second is None:
+                bar.update(len(first))
+                return count_pretokens(first, specials)
+            batches = _chain_batches(first, second, batches)
+            engine = LocalCountingEngine(num_workers)
+        return engine.count(batches, _BatchTask(), specials, bar)
 
 
 def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_tokens: Sequence[bytes] = ()
@@ -167,7 +221,9 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
 
 
 class PieceCounter:
-    """Counts the pieces (`split_into_pieces`) of texts, then turns them into pre-token counts in one go.
+    """Counts the pieces (`split_into_pieces`) of texts, and turns them into pre-token counts.
+
+    The piece table is converted to pre-token counts (`flush`) when it passes `max_pieces` entries, and at the end.
 
     >>> counter = PieceCounter(["<s>"])
     >>> counter.add_text("a cat<s> a cat")
@@ -177,27 +233,43 @@ class PieceCounter:
     [(b' a', 1), (b' cat', 2), (b'a', 1)]
     """
 
-    def __init__(self, special_tokens: Sequence[str] = ()) -> None:
+    def __init__(self, special_tokens: Sequence[str] = (), max_pieces: int = MAX_PIECES) -> None:
         self.pieces: Counter[str] = Counter()
-        tokens = sorted(set(special_tokens), key=lambda token: (-len(token), token))
-        self._single_special = tokens[0] if len(tokens) == 1 else None
-        # Stdlib `re` alternation tries alternatives in order, so longest first gives the longest match at a place.
-        self._special_regex = re.compile("|".join(map(re.escape, tokens))) if len(tokens) > 1 else None
+        self.pretokens: Counter[str] = Counter()  # of the pieces converted so far
+        self.max_pieces = max_pieces
+        self._splitter = SpecialTokenSplitter(special_tokens)
 
     def add_text(self, text: str) -> None:
         """Count the pieces of one text (its special tokens split it into documents and are dropped)."""
-        if self._single_special is not None:
-            documents = text.split(self._single_special)
-        elif self._special_regex is not None:
-            documents = self._special_regex.split(text)
-        else:
-            documents = [text]
         update = self.pieces.update
-        for document in documents:
+        for document in self._splitter.split(text) if self._splitter else (text,):
             update(split_into_pieces(document))
+        if len(self.pieces) > self.max_pieces:
+            self.flush()
+
+    def flush(self) -> None:
+        """Convert the piece table into pre-token counts (added to `pretokens`) and empty it."""
+        if self.pieces:
+            pretokens = self._pretokens_of_pieces()
+            self.pieces = Counter()
+            if self.pretokens:
+                self.pretokens.update(pretokens)
+            else:
+                self.pretokens = pretokens
 
     def pretoken_counts(self) -> Counter[bytes]:
         """The pre-token counts of everything added so far, keyed by UTF-8 bytes."""
+        self.flush()
+        return Counter({pretoken.encode(): count for pretoken, count in self.pretokens.items()})
+
+    def take_pretoken_counts(self) -> Counter[bytes]:
+        """`pretoken_counts()`, emptying this counter (so that its memory goes with the result)."""
+        counts = self.pretoken_counts()
+        self.pretokens = Counter()
+        return counts
+
+    def _pretokens_of_pieces(self) -> Counter[str]:
+        """The pre-token counts of the piece table."""
         counts: Counter[str] = Counter()
         # Pieces are grouped by count so that most of the work runs in C: a group's pieces are pre-tokenized with
         # one regex call and its pre-tokens counted with `Counter.update`, repeated `count` times. Within a group,
@@ -233,11 +305,9 @@ class PieceCounter:
         for piece, count in frequent:
             for pretoken in (GPT2_ASCII_REGEX if piece.isascii() else GPT2_REGEX).findall(piece):
                 counts[pretoken] += count
-        try:
-            return Counter({pretoken.encode(): count for pretoken, count in counts.items() if count})
-        except UnicodeEncodeError as error:
-            raise InputError(f"text contains the lone surrogate {error.object[error.start]!r}, which has no UTF-8 "
-                             "encoding") from None
+        if counts.get(_SEPARATOR) == 0:  # only separators, all subtracted again
+            del counts[_SEPARATOR]
+        return counts
 
 
 def _pretokenize_joined(regex: re.Pattern[str] | Any, pieces: list[str]) -> list[str]:
@@ -253,35 +323,8 @@ def _pretokenize_joined(regex: re.Pattern[str] | Any, pieces: list[str]) -> list
     return regex.findall(_SEPARATOR.join(pieces))
 
 
-# --- files ---------------------------------------------------------------------------------------------------------
 
-
-def _check_input_files(paths: list[PathArg]) -> list[int]:
-    """The sizes of the files, raising InputError for a missing, unreadable or non-regular file, or no data at all."""
-    if not paths:
-        raise InputError("no input files given")
-    sizes = []
-    for path in paths:
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            raise InputError(f"{os.fspath(path)}: no such file") from None
-        except OSError as error:
-            raise InputError(f"{os.fspath(path)}: cannot read file: {error.strerror}") from None
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"{os.fspath(path)}: is a directory, not a text file")
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{os.fspath(path)}: is not a regular file")
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as error:
-            raise InputError(f"{os.fspath(path)}: cannot read file: {error.strerror}") from None
-        sizes.append(info.st_size)
-    if not any(sizes):
-        others = f" (as are all {len(paths)} input files)" if len(paths) > 1 else ""
-        raise InputError(f"{os.fspath(paths[0])}: file is empty{others}")
-    return sizes
+# --- chunk boundaries ----------------------------------------------------------------------------------------------
 
 
 def _find_safe_cut(file: BinaryIO, target: int, size: int, special_tokens: Sequence[bytes]) -> int:
@@ -319,90 +362,112 @@ def _find_all(data: bytes, token: bytes) -> Iterator[int]:
         start = data.find(token, start + 1)
 
 
-def _read_text(path: str, start: int, end: int, errors: str) -> str:
-    with open(path, "rb") as file:
-        file.seek(start)
-        data = file.read(end - start)
-    try:
-        return data.decode("utf-8", errors)
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"{path}: invalid UTF-8 at byte offset {start + error.start} ({error.reason}); "
-            "to replace bad bytes with U+FFFD, pass errors=\"replace\" (CLI: --errors replace)"
-        ) from None
 
-
-# --- tasks and workers ---------------------------------------------------------------------------------------------
+# --- tasks ---------------------------------------------------------------------------------------------------------
 
 
 class _FileTask:
     """Counts one byte range (path, start, end) of a file; its size is the number of bytes."""
 
-    def __init__(self, special_tokens: Sequence[str], errors: str) -> None:
-        self.special_tokens = list(special_tokens)
+    def __init__(self, errors: str) -> None:
         self.errors = errors
 
     def __call__(self, counter: PieceCounter, task: tuple[str, int, int]) -> int:
         path, start, end = task
-        counter.add_text(_read_text(path, start, end, self.errors))
+        counter.add_text(read_text(path, start, end, self.errors))
         return end - start
 
 
 class _BatchTask:
     """Counts a batch (list) of texts, each on its own; its size is the number of texts."""
 
-    def __init__(self, special_tokens: Sequence[str]) -> None:
-        self.special_tokens = list(special_tokens)
-
     def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
         for text in batch:
-            counter.add_text(text)
+            counter.add_text(replace_surrogates(text))
         return len(batch)
 
 
-def _count_tasks(tasks: Iterable[Any], run: _FileTask | _BatchTask, num_workers: int | None, bar: Any
-                 ) -> Counter[bytes]:
-    """Run the tasks in this process or in worker processes and add up the pre-token counts."""
-    workers = _default_num_workers() if num_workers is None else num_workers
-    if isinstance(tasks, list) and len(tasks) <= 1:
-        workers = 1
-    if workers == 1:
-        counter = PieceCounter(run.special_tokens)
-        for task in tasks:
-            bar.update(run(counter, task))
-        return counter.pretoken_counts()
-    if isinstance(tasks, list):
-        workers = min(workers, len(tasks))
-    return _WorkerPool(run, workers).count(tasks, bar)
+def replace_surrogates(text: str) -> str:
+    """`text`, with surrogate pairs joined and lone surrogates replaced by U+FFFD, exactly as tiktoken does.
+
+    Such strings come from JSON ("\\ud83d\\ude00") or `surrogateescape` decoding, and have no UTF-8 encoding.
+
+    >>> replace_surrogates("a\\ud83d\\ude00 b\\udc80")
+    'a😀 b\\ufffd'
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-class _WorkerPool:
-    """Worker processes that pull tasks from a queue, each keeping one piece count, converted once at the end.
+def _find_replacements(tasks: list[tuple[str, int, int]], stats: CountStats) -> None:
+    """Fill `stats` with what errors="replace" replaces in the chunks (one decoding pass, about 1 s per GB)."""
+    for path, start, end in tasks:
+        replaced, first = find_invalid_utf8(path, start, end)
+        stats.replaced_bytes += replaced
+        if first is not None and stats.first_replacement is None:
+            stats.first_replacement = (path, first)
 
-    A task error (e.g. invalid UTF-8) is reported with the task's index; workers then skip later tasks, and the error
-    of the first failing task is raised, so the offset reported is the first bad byte of the input.
+
+# --- the local engine: worker processes ----------------------------------------------------------------------------
+
+
+class LocalCountingEngine:
+    """Counts in `num_workers` processes on this machine (default: one per usable CPU); 1 counts in this process.
+
+    Workers pull tasks from a bounded queue and send back the pre-token counts of their piece table whenever it is
+    converted. A task error (e.g. invalid UTF-8) is reported with the task's index; workers then skip later tasks,
+    and the error of the first failing task is raised, so the offset reported is the first bad byte of the input.
     """
 
-    def __init__(self, run: _FileTask | _BatchTask, num_workers: int) -> None:
-        # "spawn" behaves the same on Linux and macOS, and is safe when the parent has threads (tqdm, tokenizers).
-        self.context = multiprocessing.get_context("spawn")
+    def __init__(self, num_workers: int | None = None) -> None:
+        _check_num_workers(num_workers)
+        self.num_workers = num_workers
+
+    def count(self, tasks: Iterable[Task], run: Callable[[PieceCounter, Task], int], special_tokens: Sequence[str],
+              bar: Any) -> Counter[bytes]:
+        workers = default_num_workers() if self.num_workers is None else self.num_workers
+        if isinstance(tasks, Sized):
+            workers = min(workers, len(tasks))
+        if workers <= 1:
+            counter = PieceCounter(special_tokens)
+            for task in tasks:
+                bar.update(run(counter, task))
+            return counter.pretoken_counts()
+        return _WorkerProcesses(run, special_tokens, workers).count(tasks, bar)
+
+
+class _WorkerProcesses:
+    """One run of `LocalCountingEngine` with worker processes: the queues, the workers and the parent's total."""
+
+    def __init__(self, run: Callable[[PieceCounter, Any], int], special_tokens: Sequence[str], num_workers: int
+                 ) -> None:
+        self.context = multiprocessing_context()
         self.run = run
+        self.special_tokens = list(special_tokens)
         self.num_workers = num_workers
 
     def count(self, tasks: Iterable[Any], bar: Any) -> Counter[bytes]:
         context = self.context
-        self.task_queue = context.Queue(maxsize=4 * self.num_workers)
+        self.task_queue = context.Queue(maxsize=2 * self.num_workers)
         self.result_queue = context.Queue()
         first_error_index = context.Value("q", sys.maxsize)
         self.processes = [context.Process(target=_worker_main, daemon=True,
-                                          args=(self.run, self.task_queue, self.result_queue, first_error_index))
+                                          args=(self.run, self.special_tokens, self.task_queue, self.result_queue,
+                                                first_error_index))
                           for _ in range(self.num_workers)]
         self.bar = bar
         self.total: Counter[bytes] = Counter()
         self.errors: dict[int, str] = {}
         self.finished = 0
-        for process in self.processes:
-            process.start()
+        # Forked workers share this process's memory until either side writes to it; freezing keeps the workers'
+        # garbage collector from touching (and so copying) every object the parent holds.
+        gc.freeze()
+        try:
+            for process in self.processes:
+                process.start()
+        finally:
+            gc.unfreeze()
         try:
             for index, task in enumerate(tasks):
                 while True:
@@ -434,45 +499,56 @@ class _WorkerPool:
         except queue.Empty:
             pass
         if block and any(process.exitcode not in (None, 0) for process in self.processes):
+            method = self.context.get_start_method()
             raise RuntimeError(
-                "a pre-token counting worker process died: out of memory, or it could not start (with the 'spawn' "
+                f"a pre-token counting worker process died: out of memory, or it could not start (with the {method!r} "
                 "start method the main script is re-imported: guard it with `if __name__ == \"__main__\":`, and "
-                "use num_workers=1 for code read from stdin)"
+                "use num_workers=1 for code read from stdin)" if method == "spawn" else
+                f"a pre-token counting worker process died (out of memory?); num_workers=1 counts in this process"
             ) from None
 
     def _handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "progress":
             self.bar.update(message[1])
+        elif kind == "counts":
+            self._add(message[1])
         elif kind == "error":
             self.errors[message[1]] = message[2]
         elif kind == "crash":
             raise RuntimeError(f"a pre-token counting worker failed:\n{message[1]}")
         else:
             self.finished += 1
-            counts = message[1]
-            if counts is not None:
-                if len(counts) > len(self.total):  # add the smaller Counter to the larger
-                    self.total, counts = counts, self.total
-                self.total.update(counts)
+            if message[1] is not None:
+                self._add(message[1])
+
+    def _add(self, counts: Counter[bytes]) -> None:
+        if len(counts) > len(self.total):  # add the smaller Counter to the larger
+            self.total, counts = counts, self.total
+        self.total.update(counts)
 
 
-def _worker_main(run: _FileTask | _BatchTask, task_queue: Any, result_queue: Any, first_error_index: Any) -> None:
+def _worker_main(run: Callable[[PieceCounter, Any], int], special_tokens: list[str], task_queue: Any,
+                 result_queue: Any, first_error_index: Any) -> None:
     try:
-        counter = PieceCounter(run.special_tokens)
+        counter = PieceCounter(special_tokens)
         failed = False
         while (item := task_queue.get()) is not None:
             index, task = item
             if index > first_error_index.value:
                 continue
             try:
-                result_queue.put(("progress", run(counter, task)))
+                size = run(counter, task)
             except InputError as error:
                 failed = True
                 with first_error_index.get_lock():
                     first_error_index.value = min(first_error_index.value, index)
                 result_queue.put(("error", index, str(error)))
-        result_queue.put(("done", None if failed else counter.pretoken_counts()))
+                continue
+            if counter.pretokens:  # the piece table was converted: hand its counts over to the parent
+                result_queue.put(("counts", counter.take_pretoken_counts()))
+            result_queue.put(("progress", size))
+        result_queue.put(("done", None if failed else counter.take_pretoken_counts()))
     except BaseException:  # anything unexpected is reported to the parent rather than lost in a worker's stderr
         import traceback
 
@@ -485,12 +561,6 @@ def _worker_main(run: _FileTask | _BatchTask, task_queue: Any, result_queue: Any
 def _check_num_workers(num_workers: int | None) -> None:
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers}")
-
-
-def _default_num_workers() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def _check_is_text(index: int, text: object) -> None:
@@ -519,13 +589,6 @@ def _chain_batches(first: list[str], second: list[str], rest: Iterator[list[str]
     yield from rest
 
 
-def _progress_bar(progress: bool | None, **options: Any) -> Any:
-    if progress is None:
-        progress = sys.stderr.isatty()
-    from tqdm.auto import tqdm
-
-    return tqdm(disable=not progress, desc="counting pre-tokens", **options)
-
-
-__all__ = ["DEFAULT_CHUNK_BYTES", "MIN_PARALLEL_BYTES", "PieceCounter", "count_pretokens",
-           "count_pretokens_in_files", "count_pretokens_in_iterator", "find_chunk_boundaries"]
+__all__ = ["BATCH_CHARS", "DEFAULT_CHUNK_BYTES", "MAX_PIECES", "MIN_PARALLEL_BYTES", "CountStats", "CountingEngine",
+           "LocalCountingEngine", "PieceCounter", "count_pretokens", "count_pretokens_in_files",
+           "count_pretokens_in_iterator", "find_chunk_boundaries", "replace_surrogates"]

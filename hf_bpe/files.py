@@ -1,9 +1,115 @@
-"""Writing files so that a reader never sees a half-written one."""
+"""Reading input files and writing output files: one-line errors for bad input, no half-written output.
+
+Text files are UTF-8, read in byte ranges (`read_text`) so that a corpus larger than memory is read one chunk at a
+time. A UTF-8 byte order mark is kept as the character U+FEFF, as Python's "utf-8" codec and the HF tokenizers
+trainer both keep it; a UTF-16 or UTF-32 byte order mark is refused up front (`check_input_files`), naming the
+encoding and how to convert the file.
+"""
 
 from __future__ import annotations
 
+import codecs
 import os
+import stat
+import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Union
+
+from hf_bpe.errors import InputError
+
+PathArg = Union[str, "os.PathLike[str]"]
+
+# Longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
+_OTHER_ENCODING_MARKS = [(codecs.BOM_UTF32_LE, "UTF-32LE"), (codecs.BOM_UTF32_BE, "UTF-32BE"),
+                         (codecs.BOM_UTF16_LE, "UTF-16LE"), (codecs.BOM_UTF16_BE, "UTF-16BE")]
+
+
+def check_input_files(paths: Sequence[PathArg]) -> list[int]:
+    """The sizes of the files, after checking each is a readable regular file that is not UTF-16 or UTF-32.
+
+    Raises InputError for a missing, unreadable or non-regular file, a UTF-16/UTF-32 byte order mark, no files, or
+    files that are all empty.
+    """
+    if not paths:
+        raise InputError("no input files given")
+    sizes = []
+    for path in paths:
+        name = os.fspath(path)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise InputError(f"{name}: no such file") from None
+        except OSError as error:
+            raise InputError(f"{name}: cannot read file: {error.strerror}") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{name}: is a directory, not a text file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{name}: is not a regular file")
+        try:
+            with open(path, "rb") as file:
+                _check_no_other_encoding_mark(name, file.read(4))
+        except OSError as error:
+            raise InputError(f"{name}: cannot read file: {error.strerror}") from None
+        sizes.append(info.st_size)
+    if not any(sizes):
+        others = f" (as are all {len(paths)} input files)" if len(paths) > 1 else ""
+        raise InputError(f"{os.fspath(paths[0])}: file is empty{others}")
+    return sizes
+
+
+def read_text(path: PathArg, start: int = 0, end: int | None = None, errors: str = "strict") -> str:
+    """The UTF-8 text of bytes [start, end) of a file (the whole file by default).
+
+    With errors="strict", invalid UTF-8 raises InputError naming the file and the absolute byte offset of the first
+    bad byte; errors="replace" decodes each bad sequence as U+FFFD (exactly like `bytes.decode`).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "a.txt"
+    >>> _ = path.write_bytes("naïve \\xff".encode("latin-1"))
+    >>> read_text(path, 0, 6, "replace")
+    'na\\ufffdve '
+    >>> read_text(path)
+    Traceback (most recent call last):
+    ...
+    hf_bpe.errors.InputError: ...a.txt: invalid UTF-8 at byte offset 2 (invalid continuation byte); ...
+    """
+    name = os.fspath(path)
+    try:
+        with open(path, "rb") as file:
+            file.seek(start)
+            data = file.read() if end is None else file.read(end - start)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except OSError as error:
+        raise InputError(f"{name}: cannot read file: {error.strerror}") from None
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as error:
+        if start == 0:
+            _check_no_other_encoding_mark(name, data[:4])
+        raise InputError(
+            f"{name}: invalid UTF-8 at byte offset {start + error.start} ({error.reason}); "
+            "to replace bad bytes with U+FFFD, pass errors=\"replace\" (CLI: --errors replace)"
+        ) from None
+
+
+def find_invalid_utf8(path: PathArg, start: int = 0, end: int | None = None) -> tuple[int, int | None]:
+    """(bytes that errors="replace" replaces, absolute offset of the first one or None) in bytes [start, end).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "a.txt"
+    >>> _ = path.write_bytes(b"ok \\xff\\xfe and \\xe2\\x82")
+    >>> find_invalid_utf8(path)
+    (4, 3)
+    """
+    with open(path, "rb") as file:
+        file.seek(start)
+        data = file.read() if end is None else file.read(end - start)
+    _replacements.bytes, _replacements.first = 0, None
+    data.decode("utf-8", _COUNTING_REPLACE)
+    first = None if _replacements.first is None else start + _replacements.first
+    return _replacements.bytes, first
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
@@ -24,3 +130,29 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
     finally:
         temporary.unlink(missing_ok=True)
     return path
+
+
+def _check_no_other_encoding_mark(name: str, prefix: bytes) -> None:
+    for mark, encoding in _OTHER_ENCODING_MARKS:
+        if prefix.startswith(mark):
+            family = encoding[:6]
+            raise InputError(f"{name}: starts with a {encoding} byte order mark: the file is {family}, not UTF-8; "
+                             f"convert it first, e.g. `iconv -f {family} -t UTF-8 {name} > converted.txt`")
+
+
+# The "replace" decoding error handler, also counting the bytes it replaces (per thread) for `find_invalid_utf8`.
+_COUNTING_REPLACE = "hf_bpe.count_and_replace"
+_replacements = threading.local()
+
+
+def _count_and_replace(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeDecodeError)
+    if _replacements.first is None:
+        _replacements.first = error.start
+    _replacements.bytes += error.end - error.start
+    return "\ufffd", error.end
+
+
+codecs.register_error(_COUNTING_REPLACE, _count_and_replace)
+
+__all__ = ["PathArg", "check_input_files", "find_invalid_utf8", "read_text", "write_text_atomically"]

@@ -17,26 +17,40 @@ from test_pretokenize import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, text_a
 
 import hf_bpe.count
 from hf_bpe.count import (
+    CountStats,
+    LocalCountingEngine,
     PieceCounter,
-    _WorkerPool as WorkerPool,
+    _WorkerProcesses as WorkerProcesses,
     count_pretokens,
     count_pretokens_in_files,
     count_pretokens_in_iterator,
     find_chunk_boundaries,
 )
 from hf_bpe.errors import InputError
-from hf_bpe.pretokenize import GPT2_REGEX, special_tokens_regex
+from hf_bpe.pretokenize import GPT2_REGEX
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EOT = "<|endoftext|>"
 
 
+def split_documents(text: str, special_tokens: list[str]) -> list[str]:
+    """Plain splitting at special tokens: the leftmost occurrence, the longest token where several start there."""
+    documents, start = [], 0
+    while True:
+        found = [(at, -len(token)) for token in special_tokens if (at := text.find(token, start)) >= 0]
+        if not found:
+            documents.append(text[start:])
+            return documents
+        at, minus_length = min(found)
+        documents.append(text[start:at])
+        start = at - minus_length
+
+
 def reference_counts(texts: list[str], special_tokens: list[str]) -> Counter[bytes]:
     """The plain definition: GPT-2 regex matches in each document between special tokens, as UTF-8 bytes."""
-    pattern = special_tokens_regex(special_tokens)
     counts: Counter[bytes] = Counter()
     for text in texts:
-        for document in pattern.split(text) if pattern else [text]:
+        for document in split_documents(text, special_tokens):
             counts.update(pretoken.encode() for pretoken in GPT2_REGEX.findall(document))
     return counts
 
@@ -93,9 +107,16 @@ def test_fixture_corpora_match_reference() -> None:
         assert count_pretokens([text], [EOT]) == reference_counts([text], [EOT]), name
 
 
-def test_lone_surrogate_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="lone surrogate '\\\\ud800', which has no UTF-8 encoding"):
-        count_pretokens(["ab \ud800"])
+SURROGATE_TEXTS = ["ab \ud800", "\udfff", "x\ud835\udc00y \ud83d\ude00!", "\ude00\ud83d z", "caf\u00e9\udc80\udc81s"]
+
+
+def test_surrogates_are_replaced_as_tiktoken_replaces_them() -> None:
+    # Pairs are joined ("x\ud835\udc00y" is one letter run "x𝐀y"), lone ones become U+FFFD.
+    fixed = [text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for text in SURROGATE_TEXTS]
+    assert fixed[2] == "x\U0001d400y \U0001f600!" and fixed[0] == "ab \ufffd"
+    expected = reference_counts(fixed, [EOT])
+    assert count_pretokens(SURROGATE_TEXTS, [EOT]) == expected
+    assert count_pretokens_in_iterator(SURROGATE_TEXTS, [EOT], num_workers=1) == expected
 
 
 def test_non_str_text_is_an_input_error() -> None:
@@ -218,9 +239,9 @@ def test_two_workers_many_files_tiny_chunks_match_reference(tmp_path: Path, spec
     paths = [write(tmp_path, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
     expected = reference_counts(texts, special_tokens)
     pools = []
-    monkeypatch.setattr(hf_bpe.count, "_WorkerPool", lambda *args: pools.append(args) or WorkerPool(*args))
+    monkeypatch.setattr(hf_bpe.count, "_WorkerProcesses", lambda *args: pools.append(args) or WorkerProcesses(*args))
     assert count_pretokens_in_files(paths, special_tokens, num_workers=2, chunk_bytes=61) == expected
-    assert [num_workers for _, num_workers in pools] == [2]
+    assert [num_workers for _, _, num_workers in pools] == [2]
     assert count_pretokens_in_files(paths, special_tokens, num_workers=1, chunk_bytes=16) == expected
 
 
@@ -228,7 +249,7 @@ def test_default_workers_count_small_input_in_process(monkeypatch: pytest.Monkey
     path = Path(hf_bpe.count.__file__).parent / "corpora" / "python_docs_sample.txt"
     text = path.read_text(encoding="utf-8")
     assert len(text.encode()) < hf_bpe.count.MIN_PARALLEL_BYTES
-    monkeypatch.setattr(hf_bpe.count, "_WorkerPool", None)  # calling it would fail
+    monkeypatch.setattr(hf_bpe.count, "_WorkerProcesses", None)  # calling it would fail
     assert count_pretokens_in_files([path], [EOT], chunk_bytes=50_000) == reference_counts([text], [EOT])
 
 
@@ -327,9 +348,9 @@ def test_iterator_in_batches_with_two_workers(monkeypatch: pytest.MonkeyPatch) -
     texts = [generated_text(seed, 1000, [EOT, "<|end|>"]) for seed in range(60)]
     expected = reference_counts(texts, [EOT, "<|end|>"])
     pools = []
-    monkeypatch.setattr(hf_bpe.count, "_WorkerPool", lambda *args: pools.append(args) or WorkerPool(*args))
+    monkeypatch.setattr(hf_bpe.count, "_WorkerProcesses", lambda *args: pools.append(args) or WorkerProcesses(*args))
     assert count_pretokens_in_iterator((text for text in texts), [EOT, "<|end|>"], num_workers=2) == expected
-    assert [num_workers for _, num_workers in pools] == [2]
+    assert [num_workers for _, _, num_workers in pools] == [2]
 
 
 def test_nothing_is_printed_by_default_and_progress_goes_to_stderr(tmp_path: Path,
