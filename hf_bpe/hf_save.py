@@ -63,6 +63,7 @@ class DirectorySaving:
         if filename_prefix:
             raise ValueError("HFBPETokenizer.save_pretrained does not support filename_prefix: the loaders look for "
                              "the standard file names")
+        _check_chat_template_names(getattr(self, "chat_template", None))
         target = Path(save_directory)
         if target.exists() and not target.is_dir():
             raise NotADirectoryError(f"{target}: not a directory")
@@ -119,6 +120,17 @@ class DirectorySaving:
                                lstrip=token.lstrip, rstrip=token.rstrip, normalized=token.normalized)
                 for token_id, token in sorted(self._added_tokens_decoder.items())  # type: ignore[attr-defined]
                 if token_id not in self._base_vocab]
+
+
+def _check_chat_template_names(templates: Any) -> None:
+    """Refuse template names that would write outside `additional_chat_templates/` (transformers 5 checks this
+    too, transformers 4 does not), before anything is written."""
+    if not isinstance(templates, dict):
+        return
+    for name in templates:
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name \
+                or Path(name).is_absolute():
+            raise ValueError(f"Invalid chat template name: {name!r}")
 
 
 __all__ = ["DirectorySaving", "HUB_REFUSAL"]

@@ -239,3 +239,73 @@ def test_crosscheck_script_names_a_missing_corpus(directories, capsys) -> None:
     crosscheck = load_crosscheck_script()
     assert crosscheck.main([str(directories[0][0]), "missing.txt"]) == 2
     assert "crosscheck: missing.txt: no such file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- what save_pretrained keeps, read back by each loader
+
+STATE_SCRIPT = r'''
+import json, sys
+from transformers import AddedToken, AutoTokenizer
+mode, directory, target = sys.argv[1], sys.argv[2], sys.argv[3]
+TEXTS = ["Hello world<|endoftext|> again", "say bim bambam [NEW_EOS] <new> ok", "x (bim) xbimx", ""]
+
+def state(tok):
+    return {"class": type(tok).__name__, "eos_token": str(tok.eos_token), "pad_token": str(tok.pad_token),
+            "padding_side": tok.padding_side, "truncation_side": tok.truncation_side,
+            "model_max_length": tok.model_max_length, "chat_template": tok.chat_template,
+            "added": {str(i): [t.content, t.special, t.lstrip, t.rstrip, t.single_word]
+                      for i, t in sorted(tok.added_tokens_decoder.items())},
+            "ids": tok(TEXTS)["input_ids"],
+            "padded": tok(TEXTS, padding=True)["input_ids"] if tok.pad_token is not None else None}
+
+if mode == "save":
+    from hf_bpe import HFBPETokenizer
+    tok = HFBPETokenizer.from_pretrained(directory, padding_side="left", truncation_side="left",
+                                         model_max_length=42, eos_token=AddedToken("[NEW_EOS]", lstrip=True))
+    tok.pad_token = tok.eos_token
+    tok.add_tokens(["bim", AddedToken("<new>", rstrip=True)])
+    tok.add_tokens([AddedToken("bambam", single_word=True)])
+    tok.chat_template = {"default": "{{ messages[0]['content'] }}", "tools": "{{ tools }}"}
+    tok.save_pretrained(target)
+    print(json.dumps(state(tok)))
+elif mode == "hf_bpe_class":
+    from hf_bpe import HFBPETokenizer
+    print(json.dumps(state(HFBPETokenizer.from_pretrained(directory))))
+elif mode == "fast_resave":
+    AutoTokenizer.from_pretrained(directory).save_pretrained(target)
+    from hf_bpe import HFBPETokenizer
+    print(json.dumps(state(HFBPETokenizer.from_pretrained(target))))
+else:
+    print(json.dumps(state(AutoTokenizer.from_pretrained(directory, trust_remote_code=mode == "remote_code"))))
+'''
+
+
+def run_state_script(workdir: Path, *args: str) -> dict:
+    result = subprocess.run([PYTHON, "-c", STATE_SCRIPT, *args], capture_output=True, text=True, cwd=workdir,
+                            env=subprocess_env(workdir), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_everything_saved_is_read_back_by_every_loader(directories, workdir: Path) -> None:
+    source, target = directories[0][0], workdir / "saved_state"
+    saved = run_state_script(workdir, "save", str(source), str(target))
+    assert saved["eos_token"] == "[NEW_EOS]" and saved["padding_side"] == "left"
+    assert (target / "chat_template.jinja").is_file()
+    assert (target / "additional_chat_templates" / "tools.jinja").is_file()
+    expected = {key: value for key, value in saved.items() if key != "class"}
+    for loader in ("auto", "remote_code", "hf_bpe_class"):
+        loaded = run_state_script(workdir, loader, str(target), "")
+        loaded_class = loaded.pop("class")
+        assert (loaded_class == "HFBPETokenizer") is (loader != "auto"), loader
+        assert loaded == expected, loader
+
+
+def test_a_directory_resaved_by_the_fast_class_still_loads_with_hf_bpe(directories, workdir: Path) -> None:
+    source = directories[0][0]
+    first = run_state_script(workdir, "auto", str(source), "")
+    resaved = run_state_script(workdir, "fast_resave", str(source), str(workdir / "fast_resaved"))
+    assert not (workdir / "fast_resaved" / "vocab.json").exists()
+    assert resaved.pop("class") == "HFBPETokenizer"
+    first.pop("class")
+    assert resaved == first
