@@ -487,3 +487,81 @@ def test_engine_options_are_checked(extra, message, tokenizer_dir, tmp_path, cap
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hf-bpe tokenize-dataset: error: {message}"), lines
     assert_clean(tmp_path / "out")
+
+
+# ------------------------------------------------------------------------------- interrupts and full disks, as run
+
+
+def random_documents(count: int, seed: int = 0) -> list[str]:
+    """Documents of random words: few repeats, so encoding takes a while (few cache hits) and the output is large."""
+    import random
+
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyzéü"
+    words = ["".join(rng.choices(letters, k=rng.randint(1, 9))) for _ in range(50_000)]
+    return [" ".join(rng.choices(words, k=rng.randint(20, 200))) for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def random_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 7 MB of JSON lines: a few seconds of encoding with two processes."""
+    return write_jsonl(tmp_path_factory.mktemp("random") / "docs.jsonl",
+                       [{"text": doc} for doc in random_documents(12_000)])
+
+
+def command(tokenizer_dir: Path, data_file: Path, out: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "hf_bpe.cli", "tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset",
+            "json", "--data-files", str(data_file), "--out", str(out), "--cache-dir", str(tmp_path / "hf-cache"),
+            "--no-progress", *extra]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_ctrl_c_with_two_processes(streaming, tokenizer_dir, random_jsonl, tmp_path):
+    data_file = random_jsonl
+    out = tmp_path / "out"
+    extra = ["--num-proc", "2", "--batch-size", "200", *(["--streaming"] if streaming else [])]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # A new session, so the signal goes to the command and its workers, as Ctrl-C in a terminal does.
+    process = subprocess.Popen(command(tokenizer_dir, data_file, out, tmp_path, *extra), env=env,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(path.stat().st_size for path in out.glob(".train.tmp-*/*") if path.is_file()):
+            assert process.poll() is None and time.monotonic() < deadline, "finished before it could be interrupted"
+            time.sleep(0.02)
+        os.killpg(process.pid, signal.SIGINT)
+        err = process.communicate(timeout=120)[1]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == ["hf-bpe tokenize-dataset: interrupted; nothing was written"], err
+    assert_clean(out)
+
+
+ROOT = hasattr(os, "geteuid") and os.geteuid() == 0 and sys.platform.startswith("linux")
+
+
+@pytest.mark.skipif(not ROOT, reason="mounting a small tmpfs needs root on Linux")
+@pytest.mark.parametrize("extra", [[], ["--streaming"], ["--num-proc", "2"], ["--streaming", "--num-proc", "2"]])
+def test_a_full_disk(extra, tokenizer_dir, tmp_path):
+    """About 1 MB of token ids (and a map cache as big) on a 200 KB tmpfs: into a new --out and an existing one."""
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in random_documents(1_000)])
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)], check=True)
+    try:
+        (mount / "existing").mkdir()
+        out = mount / ("existing" if "--streaming" in extra else "out")
+        done = subprocess.run(command(tokenizer_dir, data_file, out, tmp_path, "--batch-size", "100", *extra),
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"hf-bpe tokenize-dataset: error: {out / 'train.bin'}: cannot write: No space left on device "
+            "(nothing was written)"], done.stderr
+        assert sorted(path.name for path in mount.iterdir()) == ["existing"]
+        assert list((mount / "existing").iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
