@@ -223,7 +223,8 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
 class PieceCounter:
     """Counts the pieces (`split_into_pieces`) of texts, and turns them into pre-token counts.
 
-    The piece table is converted to pre-token counts (`flush`) when it passes `max_pieces` entries, and at the end.
+    The piece table is converted to pre-token counts (`flush`) when it passes `max_pieces` entries (default
+    `MAX_PIECES`), and at the end.
 
     >>> counter = PieceCounter(["<s>"])
     >>> counter.add_text("a cat<s> a cat")
@@ -233,10 +234,10 @@ class PieceCounter:
     [(b' a', 1), (b' cat', 2), (b'a', 1)]
     """
 
-    def __init__(self, special_tokens: Sequence[str] = (), max_pieces: int = MAX_PIECES) -> None:
+    def __init__(self, special_tokens: Sequence[str] = (), max_pieces: int | None = None) -> None:
         self.pieces: Counter[str] = Counter()
         self.pretokens: Counter[str] = Counter()  # of the pieces converted so far
-        self.max_pieces = max_pieces
+        self.max_pieces = MAX_PIECES if max_pieces is None else max_pieces
         self._splitter = SpecialTokenSplitter(special_tokens)
 
     def add_text(self, text: str) -> None:

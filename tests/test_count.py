@@ -8,7 +8,9 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -367,3 +369,192 @@ def test_counting_does_not_import_transformers() -> None:
     code = "import sys, hf_bpe.count; print(sorted(m for m in ('transformers', 'datasets') if m in sys.modules))"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
+
+
+# --- bounded memory -------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(text_and_special_tokens(), min_size=1, max_size=5), st.integers(0, 20))
+def test_piece_table_converted_whenever_it_grows_past_max_pieces_counts_alike(cases: list[tuple[str, list[str]]],
+                                                                             max_pieces: int) -> None:
+    special_tokens = cases[0][1]
+    texts = [text for text, _ in cases]
+    counter = PieceCounter(special_tokens, max_pieces=max_pieces)
+    for text in texts:
+        counter.add_text(text)
+        assert len(counter.pieces) <= max_pieces
+    assert counter.pretoken_counts() == reference_counts(texts, special_tokens)
+
+
+def test_pieces_are_converted_in_batches_and_the_counter_empties_when_taken() -> None:
+    texts = [generated_text(seed, 2000, [EOT]) for seed in range(20)]
+    counter = PieceCounter([EOT], max_pieces=100)
+    conversions = 0
+    for text in texts:
+        counter.add_text(text)
+        conversions += not counter.pieces
+    assert conversions >= 5 and counter.pretokens
+    assert counter.take_pretoken_counts() == reference_counts(texts, [EOT])
+    assert not counter.pieces and not counter.pretokens and counter.pretoken_counts() == Counter()
+
+
+def test_workers_hand_over_converted_counts_as_they_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forked workers see the smaller MAX_PIECES, so each converts its piece table many times: the parent receives
+    # counts all along (more additions than workers), and their sum is still exact.
+    texts = [generated_text(seed, 30_000, [EOT]) for seed in range(3)]
+    paths = [write(tmp_path, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
+    monkeypatch.setattr(hf_bpe.count, "MAX_PIECES", 200)
+    sizes: list[int] = []
+    add = WorkerProcesses._add
+    monkeypatch.setattr(WorkerProcesses, "_add", lambda self, counts: sizes.append(len(counts)) or add(self, counts))
+    assert count_pretokens_in_files(paths, [EOT], num_workers=2, chunk_bytes=2000) == reference_counts(texts, [EOT])
+    assert len(sizes) > 6
+
+
+class RecordingBar:
+    """Stands in for the tqdm bar: records the sizes reported."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def update(self, size: int) -> None:
+        self.sizes.append(size)
+
+
+class StartCountingTask(hf_bpe.count._BatchTask):
+    """Counts batches like the real task, and counts (across processes) how many tasks the workers have started."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        self.started = multiprocessing.Value("i", 0)
+
+    def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
+        with self.started.get_lock():
+            self.started.value += 1
+        return super().__call__(counter, batch)
+
+
+def test_local_engine_pulls_a_stream_of_tasks_a_few_at_a_time() -> None:
+    run = StartCountingTask()
+    ahead = []
+
+    def tasks() -> Iterator[list[str]]:
+        for index in range(300):
+            ahead.append(index - run.started.value)  # tasks pulled from the stream that no worker has started
+            yield [f"text {index} it's"]
+
+    counts = LocalCountingEngine(2).count(tasks(), run, [], RecordingBar())
+    assert counts == reference_counts([f"text {index} it's" for index in range(300)], [])
+    assert run.started.value == 300 and max(ahead) <= 2 * 2 + 1  # the task queue holds 2 per worker
+
+
+def test_streaming_iterable_dataset_is_counted_exactly() -> None:
+    datasets = pytest.importorskip("datasets")
+    texts = [generated_text(seed, 2000, [EOT]) for seed in range(50)]
+    stream = datasets.IterableDataset.from_generator(lambda: ({"text": text} for text in texts))
+    assert isinstance(stream, datasets.IterableDataset)
+    counts = count_pretokens_in_iterator((row["text"] for row in stream), [EOT], num_workers=2)
+    assert counts == reference_counts(texts, [EOT])
+
+
+# --- engines --------------------------------------------------------------------------------------------------------
+
+
+class ReversedEngine:
+    """A CountingEngine that runs the tasks in reverse order, each on a counter of its own, in this process."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+
+    def count(self, tasks: Iterable[Any], run: Any, special_tokens: Sequence[str], bar: Any) -> Counter[bytes]:
+        self.tasks = list(tasks)
+        total: Counter[bytes] = Counter()
+        for task in reversed(self.tasks):
+            counter = PieceCounter(special_tokens)
+            bar.update(run(counter, task))
+            total.update(counter.pretoken_counts())
+        return total
+
+
+def test_another_engine_counts_the_same_file_chunks(tmp_path: Path) -> None:
+    texts = [generated_text(seed, 5000, [EOT, "<|end|>"]) for seed in range(3)]
+    paths = [write(tmp_path, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
+    engine = ReversedEngine()
+    counts = count_pretokens_in_files(paths, [EOT, "<|end|>"], chunk_bytes=1000, engine=engine)
+    assert counts == reference_counts(texts, [EOT, "<|end|>"])
+    chunks = []
+    for path, text in zip(paths, texts):
+        with open(path, "rb") as file:
+            cuts = find_chunk_boundaries(file, len(text.encode()), 1000, [EOT.encode(), b"<|end|>"])
+        chunks.extend((path, start, end) for start, end in zip(cuts, cuts[1:]))
+    assert engine.tasks == chunks and len(chunks) >= 15
+
+
+def test_another_engine_counts_the_same_batches() -> None:
+    texts = [generated_text(seed, 500, [EOT]) for seed in range(10)]
+    engine = ReversedEngine()
+    assert count_pretokens_in_iterator(texts, [EOT], engine=engine) == reference_counts(texts, [EOT])
+    assert engine.tasks == [texts]  # one batch, given to the engine because it was asked for
+
+
+# --- encodings and replaced bytes -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding, name", [("utf-16", "UTF-16LE"), ("utf-16-be", None), ("utf-32", "UTF-32LE")])
+@pytest.mark.parametrize("errors", ["strict", "replace"])
+def test_utf16_and_utf32_files_are_refused_before_counting_naming_the_byte_order_mark(
+        tmp_path: Path, encoding: str, name: str | None, errors: str) -> None:
+    data = "hello world".encode(encoding)
+    if name is None:  # utf-16-be writes no mark: add it
+        data, name = b"\xfe\xff" + data, "UTF-16BE"
+    path = write(tmp_path, "wide.txt", data)
+    family = name[:6]
+    expected = (f"^{path}: starts with a {name} byte order mark: the file is {family}, not UTF-8; convert it first, "
+                f"e.g. `iconv -f {family} -t UTF-8 {path} > converted.txt`$")
+    engine = ReversedEngine()
+    with pytest.raises(InputError, match=expected.replace("(", "\\(").replace(")", "\\)")):
+        count_pretokens_in_files([write(tmp_path, "fine.txt", b"fine"), path], errors=errors, engine=engine)
+    assert engine.tasks == []  # nothing was counted
+
+
+def test_utf8_byte_order_mark_is_kept_as_text_like_the_utf8_codec(tmp_path: Path) -> None:
+    path = write(tmp_path, "bom.txt", b"\xef\xbb\xbfhello world")
+    expected = reference_counts(["\ufeffhello world"], [])
+    assert count_pretokens_in_files(path, num_workers=1) == expected
+    assert expected[b"\xef\xbb\xbfhello"] == 0 and expected["\ufeff".encode()] == 1
+
+
+def plain_replacements(data: bytes) -> tuple[int, int | None]:
+    """Bytes replaced by errors="replace", and the first offset: decoding strictly from each error onward."""
+    replaced, first, position = 0, None, 0
+    while True:
+        try:
+            data[position:].decode("utf-8")
+            return replaced, first
+        except UnicodeDecodeError as error:
+            first = position + error.start if first is None else first
+            replaced += error.end - error.start
+            position += error.end
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=4) | st.sampled_from([b"ok ", "é€😀 ".encode(), b" "]), max_size=20)
+                .map(b"".join), min_size=1, max_size=3), st.integers(1, 16))
+def test_errors_replace_reports_replaced_bytes_and_the_first_offset(files: list[bytes], chunk_bytes: int) -> None:
+    files = [data + b"!" for data in files]
+    with tempfile.TemporaryDirectory() as directory:
+        paths = [write(directory, f"{i}.bin", data) for i, data in enumerate(files)]
+        stats = CountStats()
+        count_pretokens_in_files(paths, num_workers=1, errors="replace", chunk_bytes=chunk_bytes, stats=stats)
+    plain = [plain_replacements(data) for data in files]
+    assert stats.replaced_bytes == sum(replaced for replaced, _ in plain)
+    firsts = [(path, first) for path, (_, first) in zip(paths, plain) if first is not None]
+    assert stats.first_replacement == (firsts[0] if firsts else None)
+
+
+def test_strict_counting_leaves_stats_at_zero(tmp_path: Path) -> None:
+    stats = CountStats()
+    count_pretokens_in_files(write(tmp_path, "a.txt", b"fine text"), num_workers=1, stats=stats)
+    assert stats == CountStats(0, None)
