@@ -174,6 +174,14 @@ def test_bad_input_leaves_the_card_alone(tokenizer_dir, tmp_path):
         write_model_card(tokenizer_dir, eval_corpora=[tmp_path / "latin1.txt"])
     with pytest.raises(InputError, match=r"--language 'English' is not a language code"):
         write_model_card(tokenizer_dir, language=["English"])
+    (tmp_path / "empty.txt").write_bytes(b"")
+    with pytest.raises(InputError, match=r"empty\.txt: the eval corpus is empty, so there is no compression to "
+                                         r"report"):
+        write_model_card(tokenizer_dir, eval_corpora=[FIXTURES / "german.txt", tmp_path / "empty.txt"])
+    with pytest.raises(InputError, match=r"--license 'GPL v3' is not a Hub license id"):
+        write_model_card(tokenizer_dir, license="GPL v3")
+    with pytest.raises(InputError, match=r"--dataset-name 'a/b/c' is not a Hub dataset id"):
+        write_model_card(tokenizer_dir, datasets=["a/b/c"])
     (tokenizer_dir / "hf_bpe_training.json").write_text("{oops", encoding="utf-8")
     with pytest.raises(InputError, match=r"hf_bpe_training\.json: not valid JSON"):
         write_model_card(tokenizer_dir)
@@ -196,3 +204,38 @@ def test_hf_bpe_card_command(tokenizer_dir, tmp_path, capsys):
     assert main(["card", str(tokenizer_dir), "--eval-corpus", str(tmp_path / "nope.txt")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         f"hf-bpe card: error: {tmp_path / 'nope.txt'}: no such eval corpus"]
+
+
+def test_license_and_datasets_metadata(tokenizer_dir):
+    from huggingface_hub import ModelCard
+
+    card = write_model_card(tokenizer_dir, license="cc-by-4.0", datasets=["wikitext", "user/corpus"])
+    data = ModelCard.load(card).data
+    assert (data.license, data.datasets) == ("cc-by-4.0", ["wikitext", "user/corpus"])
+    header = yaml_header(card.read_text(encoding="utf-8"))
+    assert "license" in header and header["datasets"] == ["wikitext", "user/corpus"]
+    # Without them the header has neither key; the training record supplies defaults.
+    header = yaml_header(write_model_card(tokenizer_dir).read_text(encoding="utf-8"))
+    assert "license" not in header and "datasets" not in header
+    info = {**TRAINING_INFO, "license": "mit", "dataset_names": ["wikitext"]}
+    header = yaml_header(write_model_card(tokenizer_dir, training_info=info).read_text(encoding="utf-8"))
+    assert (header["license"], header["datasets"]) == ("mit", ["wikitext"])
+    header = yaml_header(write_model_card(tokenizer_dir, training_info=info, license="apache-2.0", datasets=[]
+                                          ).read_text(encoding="utf-8"))
+    assert header["license"] == "apache-2.0" and "datasets" not in header
+
+
+def test_dataset_replacements_and_unicode_rows(tokenizer_dir):
+    info = {**TRAINING_INFO, "corpus_files": [], "unicode_version": "15.0.0", "replaced_bytes": 1234,
+            "first_replacement": {"path": "/data/bad.txt", "byte_offset": 77},
+            "dataset": {"name": "wikitext", "config": "wikitext-2-raw-v1", "data_files": [], "split": "train",
+                        "text_column": "text", "num_rows": 36718}}
+    card = write_model_card(tokenizer_dir, training_info=info).read_text(encoding="utf-8")
+    assert table_value(card, "Training corpus") == ("dataset `wikitext` (config `wikitext-2-raw-v1`), split `train`, "
+                                                    "column `text`: 36,718 rows, one document each")
+    assert table_value(card, "Invalid UTF-8") == ("1,234 bytes replaced with U+FFFD (--errors replace), the first at "
+                                                  "`bad.txt` byte offset 77")
+    assert table_value(card, "Unicode version of the pre-tokenizer") == "15.0.0"
+    card = write_model_card(tokenizer_dir).read_text(encoding="utf-8")
+    assert "Invalid UTF-8" not in card
+    assert table_value(card, "Unicode version of the pre-tokenizer") == "unknown"
