@@ -185,3 +185,70 @@ def test_corrupt_vocab_names_the_file_and_line(saved: Path) -> None:
     (saved / "vocab.json").write_text('{"a": 0,\n "b": "one"}', encoding="utf-8")
     with pytest.raises(InputError, match=r"vocab.json: line 2: id of 'b' is 'one'"):
         load_tokenizer_directory(saved)
+
+
+# ------------------------------------------------------------------------ added tokens and extra settings (issue 11)
+
+def test_added_tokens_and_settings_are_written_for_every_reader(tmp_path: Path, reference) -> None:
+    from transformers import AutoTokenizer
+
+    from hf_bpe.hf_export import AddedTokenSpec
+
+    vocab, merges = reference
+    added = [AddedTokenSpec(500, "<mask>", special=True, lstrip=True), AddedTokenSpec(501, "hello world")]
+    directory = save_tokenizer_directory(tmp_path / "tok", vocab, merges, [EOT], added_tokens=added,
+                                         config={"padding_side": "left", "chat_template": "{{ 'x' }}"})
+    config = read_json(directory / "tokenizer_config.json")
+    assert config["added_tokens_decoder"]["500"] == {"content": "<mask>", "lstrip": True, "normalized": False,
+                                                      "rstrip": False, "single_word": False, "special": True}
+    assert config["padding_side"] == "left"
+    fast = AutoTokenizer.from_pretrained(directory)
+    assert (fast.padding_side, fast.chat_template) == ("left", "{{ 'x' }}")
+    text = "say hello world <mask> now"
+    ids = fast(text)["input_ids"]
+    assert 501 in ids and 500 in ids
+    loaded_vocab, loaded_merges, specials = load_tokenizer_directory(directory)
+    assert specials == [EOT, "<mask>", "hello world"]
+    assert loaded_vocab[500] == b"<mask>" and loaded_merges == merges
+
+
+def test_added_tokens_must_follow_the_vocab(tmp_path: Path, reference) -> None:
+    from hf_bpe.hf_export import AddedTokenSpec
+
+    vocab, merges = reference
+    with pytest.raises(ValueError, match="has id 502, expected 500"):
+        save_tokenizer_directory(tmp_path / "tok", vocab, merges, [EOT], added_tokens=[AddedTokenSpec(502, "<x>")])
+
+
+def test_added_tokens_beyond_vocab_json_must_be_contiguous(saved: Path) -> None:
+    config = read_json(saved / "tokenizer_config.json")
+    config["added_tokens_decoder"]["503"] = {"content": "<far>", "special": True}
+    (saved / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(InputError, match=r"added tokens have ids \[503\], which do not follow vocab.json's 500"):
+        load_tokenizer_directory(saved)
+
+
+def test_vocab_and_merges_from_strings_name_bad_entries() -> None:
+    from hf_bpe.hf_export import merges_from_strings, vocab_from_strings
+
+    assert vocab_from_strings({"<|endoftext|>": 0, "Ġa": 1}, literal_tokens=["Ġa"]) == \
+        {0: b"<|endoftext|>", 1: "Ġa".encode()}
+    with pytest.raises(InputError, match=r"merges: merge 1 \('a b c'\) is 'a b c', not two tokens|merge 1 is"):
+        merges_from_strings(["a b", "a b c"])
+    with pytest.raises(InputError, match="character '€' is not in the GPT-2 byte mapping"):
+        merges_from_strings([("a", "€")])
+
+
+def test_the_model_of_a_tokenizer_json_is_read_back(saved: Path, reference) -> None:
+    from hf_bpe.hf_export import read_tokenizers_json_model, vocab_from_strings
+
+    encoder, merges, added = read_tokenizers_json_model(saved / "tokenizer.json")
+    assert vocab_from_strings(encoder, [EOT]) == reference[0] and merges == reference[1]
+    assert [(token.id, token.content, token.special) for token in added] == [(0, EOT, True)]
+
+
+def test_the_public_writer_is_exported() -> None:
+    import hf_bpe
+
+    assert hf_bpe.save_tokenizer_directory is save_tokenizer_directory
+    assert "Example" in (save_tokenizer_directory.__doc__ or "") or ">>>" in (save_tokenizer_directory.__doc__ or "")
