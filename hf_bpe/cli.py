@@ -151,6 +151,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.dataset_args import DatasetSource, check_engine_arguments
     from hf_bpe.hf_export import save_tokenizer_directory
     from hf_bpe.outputs import staging_directory
+    from hf_bpe.parallel import default_num_workers
     from hf_bpe.train import train_bpe_from_counts
 
     special_tokens = training_special_tokens(args)
@@ -301,14 +302,6 @@ def unicode_version() -> str | None:
     from hf_bpe import pretokenize
 
     return getattr(pretokenize, "UNICODE_VERSION", None)
-
-
-def default_num_workers() -> int:
-    try:
-        from hf_bpe.parallel import default_num_workers as workers
-    except ImportError:  # before hf_bpe.parallel
-        return os.cpu_count() or 1
-    return workers()
 
 
 def describe_hardware() -> str:

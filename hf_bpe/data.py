@@ -46,7 +46,9 @@ from hf_bpe.dataset_args import (DatasetSource, add_dataset_arguments, add_engin
                                   ray_engine_module)
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
+from hf_bpe.files import PathArg
 from hf_bpe.outputs import created_directories
+from hf_bpe.parallel import process_pool, progress_bar, worker_state
 
 # Encodes a batch of texts into one id sequence per text. Must be picklable: it runs inside `map` worker processes.
 TextEncoder = Callable[[list[str]], Sequence[Sequence[int]]]
@@ -70,7 +72,7 @@ class HFBPEEncoder:
         self.tokenizer: Tokenizer | None = None
 
     @classmethod
-    def from_directory(cls, tokenizer_dir: str | os.PathLike[str], allow_special: bool = False) -> HFBPEEncoder:
+    def from_directory(cls, tokenizer_dir: PathArg, allow_special: bool = False) -> HFBPEEncoder:
         from hf_bpe.hf_export import load_tokenizer_directory
 
         vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
@@ -92,7 +94,7 @@ def _unpickle_encoder(state: bytes) -> HFBPEEncoder:
     return HFBPEEncoder(*pickle.loads(state))
 
 
-def tokenize_dataset(tokenizer_dir: str | os.PathLike[str], dataset: str, out_dir: str | os.PathLike[str], *,
+def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
                      split: str = "train", text_column: str = "text", data_files: Sequence[str] | None = None,
                      config: str | None = None, num_proc: int = 1, append_eot: bool = True, batch_size: int = 1000,
                      streaming: bool = False, cache_dir: str | None = None, encoder: TextEncoder | None = None,
@@ -189,7 +191,7 @@ def check_output_split(out_dir: Path, split: str, force: bool) -> tuple[Path, Pa
     return bin_path, meta_path
 
 
-def load_tokens(out_dir: str | os.PathLike[str], split: str) -> np.ndarray:
+def load_tokens(out_dir: PathArg, split: str) -> np.ndarray:
     """Memory-map `out_dir/<split>.bin` with the dtype recorded in `out_dir/<split>.json`.
 
     Returns an `np.memmap` (a plain empty array when there are no tokens: an empty file cannot be mapped). Raises
@@ -220,7 +222,7 @@ def load_tokens(out_dir: str | os.PathLike[str], split: str) -> np.ndarray:
     return np.memmap(bin_path, dtype=dtype, mode="r")
 
 
-def read_metadata(out_dir: str | os.PathLike[str], split: str) -> dict[str, Any]:
+def read_metadata(out_dir: PathArg, split: str) -> dict[str, Any]:
     """The `out_dir/<split>.json` written next to the token array, checked for the keys `load_tokens` needs."""
     meta_path = Path(out_dir) / f"{split}.json"
     if not meta_path.is_file():
@@ -236,7 +238,7 @@ def read_metadata(out_dir: str | os.PathLike[str], split: str) -> dict[str, Any]
     return metadata
 
 
-def tokenizer_directory_hash(directory: str | os.PathLike[str]) -> str:
+def tokenizer_directory_hash(directory: PathArg) -> str:
     """sha256 over the files that define a tokenizer: vocab.json, merges.txt and tokenizer_config.json.
 
     Each file's name and length go in before its bytes, so no two different directories hash alike.
@@ -299,8 +301,6 @@ def _interrupts_in_this_process_only() -> Iterator[None]:
 def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir: Path, batch_size: int,
                   num_proc: int, progress: bool, fingerprint: str) -> int:
     """Encode with `Dataset.map` (cache files in `work_dir`), then copy the ids in dataset order into `file`."""
-    from tqdm.auto import tqdm
-
     if flatten.text_column not in data.column_names:
         raise missing_column_error(flatten.text_column, data.column_names)
     data = data.select_columns([flatten.text_column])
@@ -312,8 +312,7 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
                           remove_columns=data.column_names, cache_file_name=str(work_dir / "ids.arrow"),
                           load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing")
     ids_column = mapped.with_format("arrow")
-    with tqdm(total=len(mapped), desc=f"writing {Path(file.name).name}", unit="batch",
-              disable=not progress) as bar:
+    with progress_bar(progress, total=len(mapped), desc=f"writing {Path(file.name).name}", unit="batch") as bar:
         for table in ids_column.iter(batch_size=16):
             for chunk in table.column("ids").chunks:
                 ids = chunk.flatten().to_numpy(zero_copy_only=False).astype(flatten.dtype, copy=False)
@@ -325,10 +324,8 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
 def _write_streaming(data: Any, flatten: _BatchFlattener, file: BinaryIO, batch_size: int, num_proc: int,
                      progress: bool) -> int:
     """Encode an IterableDataset batch by batch (in a pool of `num_proc` processes) and append to `file`."""
-    from tqdm.auto import tqdm
-
     num_documents = 0
-    with tqdm(desc=f"tokenizing {Path(file.name).name}", unit="doc", disable=not progress) as bar, \
+    with progress_bar(progress, desc=f"tokenizing {Path(file.name).name}", unit="doc") as bar, \
             _interrupts_in_this_process_only():
         for ids, count in _encode_stream(_numbered_batches(data, batch_size), flatten, num_proc):
             file.write(memoryview(ids))
@@ -351,10 +348,7 @@ def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten:
         for batch, first_row in batches:
             yield _encode_numbered(flatten, batch, first_row)
         return
-    import multiprocessing
-
-    with multiprocessing.get_context().Pool(num_proc, initializer=_set_worker_flattener,
-                                            initargs=(flatten,)) as pool:
+    with process_pool(num_proc, flatten) as pool:
         # A bounded read-ahead (Pool.imap's is unbounded and would pull the whole stream into memory): the next
         # batches encode while this one is written, and results come back in dataset order.
         pending: deque[AsyncResult[tuple[np.ndarray, int]]] = deque()
@@ -366,17 +360,8 @@ def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten:
             yield pending.popleft().get()
 
 
-_worker_flattener: _BatchFlattener | None = None
-
-
-def _set_worker_flattener(flatten: _BatchFlattener) -> None:
-    global _worker_flattener
-    _worker_flattener = flatten
-
-
 def _encode_in_worker(numbered_batch: tuple[dict[str, list[Any]], int]) -> tuple[np.ndarray, int]:
-    assert _worker_flattener is not None, "pool worker started without its encoder"
-    return _encode_numbered(_worker_flattener, *numbered_batch)
+    return _encode_numbered(worker_state(), *numbered_batch)
 
 
 def _encode_numbered(flatten: _BatchFlattener, batch: dict[str, list[Any]], first_row: int) -> tuple[np.ndarray, int]:
@@ -384,7 +369,7 @@ def _encode_numbered(flatten: _BatchFlattener, batch: dict[str, list[Any]], firs
     return ids, len(batch[flatten.text_column])
 
 
-def eot_token_id(tokenizer_dir: str | os.PathLike[str], vocab: dict[int, bytes],
+def eot_token_id(tokenizer_dir: PathArg, vocab: dict[int, bytes],
                  special_tokens: Sequence[str]) -> int | None:
     """The id of the tokenizer's end-of-text token: the `eos_token` of tokenizer_config.json (hf_bpe writes the first
     special token, `<|endoftext|>` when present), else the first special token; None without special tokens."""
