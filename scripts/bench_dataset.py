@@ -1,28 +1,42 @@
-"""Benchmark the dataset tokenization pipeline with three encoders: hf_bpe, the HF fast tokenizer and tiktoken.
+"""Benchmark the dataset tokenization pipeline with several encoders: hf_bpe, tiktoken and the HF fast tokenizer.
 
-    python scripts/bench_dataset.py /work/shared/corpora/en_pydocs.txt --tokenizer tok/ --num-proc 2
+    python scripts/bench_dataset.py ../shared/corpora/en_pydocs.txt --tokenizer tok/ --num-proc 2
+    python scripts/bench_dataset.py /work/corpora/linux_code.txt --jsonl /work/corpora/linux_code.jsonl \\
+        --tokenizer gpt2-dir/ --num-proc 2 --encoders hf_bpe tiktoken-1 --repeat 2
 
 DATA_FILE is a text file of documents separated by `<|endoftext|>` (or a .jsonl file with a "text" column). It is
-turned into a json-lines dataset once; then each encoder runs the same `hf_bpe.data.tokenize_dataset` pipeline
-(`Dataset.map(batched=True, num_proc=N)`, then the ids written into a `.bin`) and every `.bin` must be identical.
-The encoders alternate for `--repeat` rounds and the median tokens per second (whole pipeline, wall clock) is
-reported, with each competitor's ratio to hf_bpe measured within the same round.
+turned into a json-lines dataset once (`--jsonl PATH` keeps it, and reuses it when it exists; the conversion streams,
+so a corpus of gigabytes is fine) and converted to arrow once, untimed. Then each encoder runs the same
+`hf_bpe.data.tokenize_dataset` pipeline as `hf-bpe tokenize-dataset` (`Dataset.map(batched=True, num_proc=N)`, then
+the ids written into a `.bin`), each in a fresh process, and every `.bin` must be identical (sha256).
+
+The encoders alternate for `--repeat` rounds; reported per encoder: the median wall time of the whole pipeline,
+tokens/s, MB/s, the peak RSS of the run's whole process tree (the main process plus the map workers, summed, sampled
+every 0.1 s), and the ratio of its time to hf_bpe's measured within the same round (the machine may be shared):
+hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from hf_bpe.data import tokenize_dataset
 
 SEPARATOR = "<|endoftext|>"
+READ_CHARS = 1 << 24
 
 
 class FastTokenizerEncoder:
@@ -65,76 +79,209 @@ def build_tiktoken(tokenizer_dir: str) -> Any:
     return tiktoken_encoding(vocab, merges, special_tokens, name="bench")
 
 
-def make_jsonl(data_file: Path, out: Path, max_bytes: int | None) -> tuple[Path, int, int]:
-    """The documents of DATA_FILE as json lines; returns (path, number of documents, UTF-8 bytes)."""
+# tiktoken's default is 8 threads in each map process; on a shared machine extra threads also take CPU time from
+# other users' processes, so the single-threaded variant is the like-for-like comparison.
+ENCODERS = {
+    "hf_bpe": lambda tokenizer_dir: None,  # tokenize_dataset's own encoder, as the CLI runs it
+    "tiktoken": lambda tokenizer_dir: TiktokenEncoder(tokenizer_dir),
+    "tiktoken-1": lambda tokenizer_dir: TiktokenEncoder(tokenizer_dir, num_threads=1),
+    "fast": lambda tokenizer_dir: FastTokenizerEncoder(tokenizer_dir),
+}
+
+
+def documents_of(data_file: Path) -> Iterator[str]:
+    """The documents of a text file separated by `<|endoftext|>`, read 16M characters at a time."""
+    with open(data_file, encoding="utf-8") as file:
+        rest = ""
+        while block := file.read(READ_CHARS):
+            parts = (rest + block).split(SEPARATOR)
+            rest = parts.pop()
+            yield from parts
+        yield rest
+
+
+def make_jsonl(data_file: Path, path: Path, max_bytes: int | None) -> tuple[int, int]:
+    """Write the non-blank documents of DATA_FILE to `path` as json lines; return (documents, UTF-8 bytes)."""
     if data_file.suffix == ".jsonl":
-        documents = [json.loads(line)["text"] for line in data_file.read_text(encoding="utf-8").splitlines() if line]
+        documents: Iterator[str] = (json.loads(line)["text"] for line in open(data_file, encoding="utf-8") if line)
     else:
-        documents = [doc for doc in data_file.read_text(encoding="utf-8").split(SEPARATOR) if doc.strip()]
-    kept, total = [], 0
-    for document in documents:
-        if max_bytes is not None and total >= max_bytes:
-            break
-        kept.append(document)
-        total += len(document.encode("utf-8"))
-    path = out / "documents.jsonl"
-    path.write_text("".join(json.dumps({"text": doc}, ensure_ascii=False) + "\n" for doc in kept), encoding="utf-8")
-    return path, len(kept), total
+        documents = (document for document in documents_of(data_file) if document.strip())
+    count = total = 0
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8") as out:
+        for document in documents:
+            if max_bytes is not None and total >= max_bytes:
+                break
+            out.write(json.dumps({"text": document}, ensure_ascii=False) + "\n")
+            count += 1
+            total += len(document.encode("utf-8"))
+    os.replace(temporary, path)
+    return count, total
+
+
+def jsonl_stats(path: Path) -> tuple[int, int]:
+    """(documents, UTF-8 bytes of the texts) of an existing json-lines file."""
+    count = total = 0
+    with open(path, encoding="utf-8") as file:
+        for line in file:
+            count += 1
+            total += len(json.loads(line)["text"].encode("utf-8"))
+    return count, total
+
+
+class TreeMemory:
+    """Samples the summed RSS of a process and all its descendants (from /proc) in a thread; `peak` in bytes."""
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+    def _run(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._stop.is_set():
+            self.peak = max(self.peak, sum(_rss_pages(pid) for pid in _tree(self.pid)) * page)
+            self._stop.wait(self.interval)
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as file:
+                    parent = int(file.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _rss_pages(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as file:
+            return int(file.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(1 << 24):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def run_one(args: argparse.Namespace) -> None:
+    """In a fresh process: one pipeline run with one encoder; prints its metadata as JSON."""
+    metadata = tokenize_dataset(args.tokenizer, "json", args.out, data_files=[str(args.jsonl)],
+                                num_proc=args.num_proc, batch_size=args.batch_size, progress=False,
+                                cache_dir=args.cache_dir, encoder=ENCODERS[args.run_one](args.tokenizer))
+    print(json.dumps(metadata))
+
+
+def timed_run(name: str, args: argparse.Namespace, jsonl: Path, out: Path, cache_dir: Path
+              ) -> tuple[float, int, dict[str, Any]]:
+    """(wall seconds, peak tree RSS in bytes, metadata) of one pipeline run in a subprocess."""
+    command = [sys.executable, __file__, "--run-one", name, "--tokenizer", args.tokenizer, "--jsonl", str(jsonl),
+               "--out", str(out), "--num-proc", str(args.num_proc), "--batch-size", str(args.batch_size),
+               "--cache-dir", str(cache_dir), "unused"]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    memory = TreeMemory(process.pid)
+    stdout, _ = process.communicate()
+    elapsed = time.perf_counter() - start
+    peak = memory.stop()
+    if process.returncode != 0:
+        raise SystemExit(f"{name}: the pipeline failed (exit {process.returncode})")
+    return elapsed, peak, json.loads(stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_file", type=Path, metavar="DATA_FILE")
     parser.add_argument("--tokenizer", required=True, metavar="DIR", help="tokenizer directory saved by hf_bpe")
-    parser.add_argument("--num-proc", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3, help="rounds; the encoders alternate within each")
-    parser.add_argument("--max-mb", type=float, default=None, help="use only the first documents up to this size")
+    parser.add_argument("--num-proc", type=int, default=2, help="map processes (default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=1000, help="documents per batch (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the encoders alternate within each "
+                                                              "(default: %(default)s)")
+    parser.add_argument("--max-mb", type=float, default=None, help="use only the first documents up to this size "
+                                                                   "(default: all)")
+    parser.add_argument("--encoders", nargs="+", choices=list(ENCODERS), default=list(ENCODERS),
+                        help="encoders to compare, hf_bpe first (default: all)")
+    parser.add_argument("--jsonl", type=Path, help="where to keep the json lines (reused if it exists; "
+                                                   "default: a temporary file)")
+    parser.add_argument("--run-one", choices=list(ENCODERS), help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_one:
+        run_one(args)
+        return
+    if "hf_bpe" not in args.encoders:
+        raise SystemExit("--encoders must include hf_bpe, the reference of the ratios")
 
-    encoders = {
-        "hf_bpe": lambda: None,  # tokenize_dataset's own encoder, as the CLI runs it
-        "fast (AutoTokenizer)": lambda: FastTokenizerEncoder(args.tokenizer),
-        # tiktoken's default: 8 threads in each map process. On a shared machine extra threads also take CPU time
-        # from other users' processes, so the single-threaded variant is the like-for-like comparison.
-        "tiktoken": lambda: TiktokenEncoder(args.tokenizer),
-        "tiktoken (1 thread)": lambda: TiktokenEncoder(args.tokenizer, num_threads=1),
-    }
-    with tempfile.TemporaryDirectory(prefix="bench_dataset-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="bench_dataset-", dir=os.environ.get("BENCH_TMP")) as scratch:
         scratch_dir = Path(scratch)
+        jsonl = args.jsonl or scratch_dir / "documents.jsonl"
         max_bytes = None if args.max_mb is None else int(args.max_mb * 1e6)
-        jsonl, num_documents, num_bytes = make_jsonl(args.data_file, scratch_dir, max_bytes)
-        print(f"{args.data_file.name}: {num_documents:,} documents, {num_bytes / 1e6:.1f} MB; "
-              f"num_proc={args.num_proc}, batch_size={args.batch_size}, {args.repeat} rounds")
-        common = dict(data_files=[str(jsonl)], num_proc=args.num_proc, batch_size=args.batch_size, progress=False,
-                      cache_dir=str(scratch_dir / "hf-cache"))
-        # An untimed run first: it converts the json lines to arrow once, and its output is the reference.
-        num_tokens = tokenize_dataset(args.tokenizer, "json", scratch_dir / "warmup", **common,
-                                      encoder=TiktokenEncoder(args.tokenizer))["num_tokens"]
-        reference = (scratch_dir / "warmup" / "train.bin").read_bytes()
-        seconds: dict[str, list[float]] = {name: [] for name in encoders}
-        ratios: dict[str, list[float]] = {name: [] for name in encoders}
+        if jsonl.exists():
+            num_documents, num_bytes = jsonl_stats(jsonl)
+        else:
+            start = time.perf_counter()
+            num_documents, num_bytes = make_jsonl(args.data_file, jsonl, max_bytes)
+            print(f"wrote {jsonl} in {time.perf_counter() - start:.0f} s")
+        print(f"{jsonl.name}: {num_documents:,} documents, {num_bytes / 1e6:.1f} MB; num_proc={args.num_proc}, "
+              f"batch_size={args.batch_size}, {args.repeat} rounds; load average {os.getloadavg()[0]:.1f}")
+        cache_dir = scratch_dir / "hf-cache"
+        import datasets
+
+        start = time.perf_counter()
+        datasets.load_dataset("json", data_files={"train": [str(jsonl)]}, split="train", cache_dir=str(cache_dir))
+        print(f"json lines -> arrow (untimed, once) in {time.perf_counter() - start:.0f} s")
+
+        seconds: dict[str, list[float]] = {name: [] for name in args.encoders}
+        ratios: dict[str, list[float]] = {name: [] for name in args.encoders}
+        peaks: dict[str, list[int]] = {name: [] for name in args.encoders}
+        reference, num_tokens = None, 0
         for round_index in range(args.repeat):
-            order = list(encoders) if round_index % 2 == 0 else list(reversed(encoders))
+            order = list(args.encoders) if round_index % 2 == 0 else list(reversed(args.encoders))
             this_round = {}
             for name in order:
-                out = scratch_dir / f"out-{round_index}-{name.split()[0]}"
-                start = time.perf_counter()
-                tokenize_dataset(args.tokenizer, "json", out, **common, encoder=encoders[name]())
-                this_round[name] = time.perf_counter() - start
-                if (out / "train.bin").read_bytes() != reference:
-                    raise SystemExit(f"{name}: train.bin differs from the others")
+                out = scratch_dir / f"out-{round_index}-{name}"
+                elapsed, peak, metadata = timed_run(name, args, jsonl, out, cache_dir)
+                digest = file_sha256(out / "train.bin")
+                shutil.rmtree(out)
+                reference = reference or digest
+                if digest != reference:
+                    raise SystemExit(f"{name}: train.bin differs from the other encoders'")
+                num_tokens = metadata["num_tokens"]
+                this_round[name] = elapsed
+                peaks[name].append(peak)
             for name, elapsed in this_round.items():
                 seconds[name].append(elapsed)
-                ratios[name].append(this_round[name] / this_round["hf_bpe"])
-            print(f"round {round_index + 1}: " + ", ".join(f"{name} {elapsed:.2f} s" for name, elapsed in
-                                                           this_round.items()))
-    print(f"\nall .bin files identical ({num_tokens:,} tokens)")
-    print(f"{'encoder':22s} {'median s':>9s} {'tokens/s':>12s} {'MB/s':>7s} {'time / hf_bpe time':>19s}")
-    for name in encoders:
+                ratios[name].append(elapsed / this_round["hf_bpe"])
+            print(f"round {round_index + 1}: " + ", ".join(f"{name} {elapsed:.1f} s" for name, elapsed in
+                                                           this_round.items()), flush=True)
+    print(f"\nall .bin files identical ({num_tokens:,} tokens, sha256 {reference[:16]}...)")
+    print(f"{'encoder':12s} {'median s':>9s} {'tokens/s':>12s} {'MB/s':>7s} {'peak RSS':>9s} "
+          f"{'its time / hf_bpe time':>23s}")
+    for name in args.encoders:
         median = statistics.median(seconds[name])
-        print(f"{name:22s} {median:9.2f} {num_tokens / median:12,.0f} {num_bytes / 1e6 / median:7.2f} "
-              f"{statistics.median(ratios[name]):19.2f}")
+        print(f"{name:12s} {median:9.1f} {num_tokens / median:12,.0f} {num_bytes / 1e6 / median:7.2f} "
+              f"{max(peaks[name]) / 1e9:6.2f} GB {statistics.median(ratios[name]):23.2f}")
 
 
 if __name__ == "__main__":
