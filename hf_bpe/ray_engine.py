@@ -355,7 +355,8 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
 
     The dataset is named as for `hf_bpe.data.tokenize_dataset`: Parquet and JSON-lines files (`--dataset parquet|json
     --data-files ...`, or one such file) are read by Ray Data on the workers; a `save_to_disk` directory, a Hub name or
-    another builder is loaded with `datasets` and handed over with `ray.data.from_huggingface`. Paths must be readable
+    another builder is loaded with `datasets` and handed to Ray Data as Arrow tables (as `ray.data.from_huggingface`
+    does), from the driver. Paths must be readable
     by every node (shared filesystem or URLs), and `out_dir` must be a shared directory: workers write the shards.
 
     Shard k holds documents [k * R, (k + 1) * R) with R = `documents_per_shard` (default: the split cut into about 64
@@ -389,13 +390,14 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
            "data_files": list(data_files or []), "split": split, "text_column": text_column,
            "append_eot": append_eot, "allow_special": allow_special, "dtype": dtype.name}
     encoder = HFBPEEncoder(vocab, merges, special_tokens if allow_special else ())
+    previous = _resumable_manifest(out_dir, split, job, documents_per_shard) if resume else None
 
     with ray_session(ray_address) as ray:
         blocks, block_rows = _read_blocks(ray, source)
         num_rows = sum(block_rows)
         if num_rows == 0:
             raise source.no_rows_error()
-        manifest = _start_manifest(out_dir, split, job, documents_per_shard, num_rows, resume, force)
+        manifest = _start_manifest(out_dir, split, job, previous, documents_per_shard, num_rows)
         rows_per_shard = manifest.job["documents_per_shard"]
         num_shards = math.ceil(num_rows / rows_per_shard)
         directory = manifest.directory
@@ -423,21 +425,28 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
     return metadata
 
 
-def _start_manifest(out_dir: Path, split: str, job: dict[str, Any], documents_per_shard: int | None, num_rows: int,
-                    resume: bool, force: bool) -> ShardManifest:
-    """The manifest of this run: the recorded one when resuming the same job, else a new one over an emptied
-    OUT/SPLIT. OUT/SPLIT.json and OUT/SPLIT.bin go first, so nothing looks finished until this run ends."""
+def _resumable_manifest(out_dir: Path, split: str, job: dict[str, Any], documents_per_shard: int | None
+                        ) -> ShardManifest | None:
+    """The manifest of an earlier run of the same job, or None when there is none; InputError when the recorded run
+    was a different job (another tokenizer, dataset, option or shard size), checked before any work."""
     directory = shard_directory(out_dir, split)
-    rows = documents_per_shard or min(MAX_DOCUMENTS_PER_SHARD, max(1, math.ceil(num_rows / _TARGET_SHARDS)))
-    previous = ShardManifest.load(directory) if resume and directory.is_dir() else None
-    if previous is not None:
-        recorded = dict(previous.job)
-        recorded_rows = recorded.pop("documents_per_shard", None)
-        if recorded != job or (documents_per_shard is not None and documents_per_shard != recorded_rows):
-            changed = sorted(key for key in set(job) | set(recorded) if job.get(key) != recorded.get(key))
-            raise InputError(f"{previous.path}: --resume, but the recorded run differs "
-                             f"({', '.join(changed) or 'documents_per_shard'}); use --force to start again")
-        rows = recorded_rows
+    previous = ShardManifest.load(directory) if directory.is_dir() else None
+    if previous is None:
+        return None
+    recorded = dict(previous.job)
+    recorded_rows = recorded.pop("documents_per_shard", None)
+    if recorded != job or (documents_per_shard is not None and documents_per_shard != recorded_rows):
+        changed = sorted(key for key in set(job) | set(recorded) if job.get(key) != recorded.get(key))
+        raise InputError(f"{previous.path}: --resume, but the recorded run differs "
+                         f"({', '.join(changed) or 'documents_per_shard'}); use --force to start again")
+    return previous
+
+
+def _start_manifest(out_dir: Path, split: str, job: dict[str, Any], previous: ShardManifest | None,
+                    documents_per_shard: int | None, num_rows: int) -> ShardManifest:
+    """The manifest of this run: `previous` when resuming, else a new one over an emptied OUT/SPLIT.
+    OUT/SPLIT.json and OUT/SPLIT.bin go first, so nothing looks finished until this run ends."""
+    directory = shard_directory(out_dir, split)
     (out_dir / f"{split}.json").unlink(missing_ok=True)
     (out_dir / f"{split}.bin").unlink(missing_ok=True)
     directory.mkdir(parents=True, exist_ok=True)
@@ -446,6 +455,7 @@ def _start_manifest(out_dir: Path, split: str, job: dict[str, Any], documents_pe
     for stale in directory.iterdir():
         if stale.is_file() and (stale.name.startswith(("part-", ".part-")) or stale.name == "manifest.json"):
             stale.unlink()
+    rows = documents_per_shard or min(MAX_DOCUMENTS_PER_SHARD, max(1, math.ceil(num_rows / _TARGET_SHARDS)))
     manifest = ShardManifest(directory, {**job, "documents_per_shard": rows})
     manifest.save()
     return manifest
@@ -486,7 +496,9 @@ def _ray_dataset(ray: Any, source: Any) -> Any:
         except Exception as error:  # pyarrow and Ray raise many types for unreadable files
             raise InputError(f"could not read {source.describe()} with Ray Data: {' '.join(str(error).split())}"
                              ) from None
-    return ray.data.from_huggingface(source.load())
+    # What ray.data.from_huggingface does with a local datasets.Dataset, without its first step: a Hub lookup of
+    # the dataset's name (network access, and aiohttp, which ray[data] does not install).
+    return ray.data.from_arrow(source.load().with_format("arrow")[:])
 
 
 def _expand_data_files(files: list[str]) -> list[str]:
