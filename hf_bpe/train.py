@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import importlib.util
 import os
 import resource
 import sys
@@ -46,7 +47,7 @@ from typing import Union
 import numpy as np
 from tqdm.auto import tqdm
 
-from hf_bpe.count import count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.count import CountingEngine, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import str_to_token, unicode_to_bytes
 from hf_bpe.pretokenize import validate_special_tokens
@@ -64,21 +65,53 @@ LONG_WORD_LENGTH = 256
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
               *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
-              verbose: bool = False) -> tuple[Vocab, Merges]:
+              verbose: bool = False, engine: str = "local", ray_address: str | None = None) -> tuple[Vocab, Merges]:
     """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
 
     Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
     `vocab_size` counts the 256 byte tokens, the merges and the special tokens; training stops early when no pair
     is left to merge. `errors` is how undecodable bytes are treated ("strict" raises InputError naming the file and
-    byte offset, "replace" or "ignore" as in `bytes.decode`). `progress=None` shows progress bars only on a terminal.
+    byte offset, "replace" decodes them as U+FFFD). `progress=None` shows progress bars only on a terminal.
+
+    `engine="local"` counts pre-tokens in `num_workers` processes on this machine; `engine="ray"` counts them on the
+    Ray cluster at `ray_address` (None: a running cluster found by Ray, else a local one; the inputs must be paths
+    every node can read) and needs `pip install 'hf_bpe[ray]'`. Both give the same vocab and merges: the merge loop
+    always runs here.
 
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])  # doctest: +SKIP
+    >>> vocab, merges = train_bpe("corpus.txt", 1000, engine="ray", ray_address="10.0.0.1:6379")  # doctest: +SKIP
     """
     specials = _check_arguments(vocab_size, special_tokens)
+    counting_engine = _counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
     start = time.perf_counter()
-    counts = count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress)
+    counts = count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,
+                                      engine=counting_engine)
     return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+
+
+ENGINES = ("local", "ray")
+
+
+def _counting_engine(engine: str, ray_address: str | None) -> CountingEngine | None:
+    """The counting engine named `engine` (None: the local worker processes), checked before any counting.
+
+    >>> _counting_engine("spark", None)
+    Traceback (most recent call last):
+    ...
+    ValueError: engine must be one of 'local', 'ray', got 'spark'
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(map(repr, ENGINES))}, got {engine!r}")
+    if engine == "local":
+        if ray_address is not None:
+            raise ValueError(f"ray_address={ray_address!r} is only used with engine='ray'")
+        return None
+    if importlib.util.find_spec("ray") is None:
+        raise InputError("engine='ray' needs the ray package: pip install 'hf_bpe[ray]'")
+    from hf_bpe.ray_engine import RayCountingEngine  # imported here: ray is an optional extra
+
+    return RayCountingEngine(ray_address)
 
 
 def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,

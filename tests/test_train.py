@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -273,3 +275,40 @@ def test_words_longer_than_the_threshold_match_reference(word: bytes) -> None:
     assert len(word) >= LONG_WORD_LENGTH
     counts = {word: 2, word[:LONG_WORD_LENGTH - 1]: 3, b"ab": 5}
     assert train_bpe_from_counts(counts, 256 + 80) == reference_train_from_counts(counts, 256 + 80)
+
+
+def test_unknown_engine_or_stray_ray_address_is_refused_before_counting(tmp_path: Path) -> None:
+    missing = tmp_path / "not-read.txt"
+    with pytest.raises(ValueError, match=re.escape("engine must be one of 'local', 'ray', got 'spark'")):
+        train_bpe(missing, 300, engine="spark")
+    with pytest.raises(ValueError, match=re.escape("ray_address='10.0.0.1:6379' is only used with engine='ray'")):
+        train_bpe(missing, 300, ray_address="10.0.0.1:6379")
+
+
+def test_ray_engine_without_ray_installed_says_how_to_install_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without the extra looks like to imports
+    with pytest.raises(InputError, match=re.escape("pip install 'hf_bpe[ray]'")):
+        train_bpe(tmp_path / "not-read.txt", 300, engine="ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray_cluster():
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    from hf_bpe.ray_engine import project_runtime_env
+
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env=project_runtime_env(), log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_engine_trains_the_same_vocab_and_merges_as_local(local_ray_cluster, tmp_path: Path) -> None:
+    text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
+    paths = []
+    for number in range(3):  # several files and several chunks per file: the same tasks on both engines
+        path = tmp_path / f"part{number}.txt"
+        path.write_text(text[number::3] + ENDOFTEXT + text, encoding="utf-8")
+        paths.append(path)
+    local = train_bpe(paths, 600, [ENDOFTEXT], num_workers=1)  # no worker processes beside a Ray connection
+    assert train_bpe(paths, 600, [ENDOFTEXT], engine="ray") == local
