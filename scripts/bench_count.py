@@ -1,35 +1,63 @@
-"""Benchmark pre-token counting (hf_bpe.count) on corpus files.
+"""Benchmark pre-token counting (hf_bpe.count): time, CPU and peak memory, on corpus files up to gigabytes.
 
     python scripts/bench_count.py CORPUS... [--workers 1 2] [--chunk-bytes N] [--rounds 3] [--reference]
+                                  [--iterator]
 
-Runs `count_pretokens_in_files` with each worker count in turn, alternating, `--rounds` times, and prints the
-median seconds and MB/s of each. `--reference` also times the plain single-process reference
-(`Counter(GPT2_REGEX.findall(doc))` over the documents split at <|endoftext|>), checks that the counts are equal,
-and prints the speed-up over it. CPU seconds (this process and the workers) are printed too: on a busy machine they
-say more than wall time.
+Each run is a fresh Python process (`count_pretokens_in_files` with each worker count in turn, alternating,
+`--rounds` times), so that its peak memory is its own: the peak resident memory of the whole process tree (the
+counting process and its workers, summed, sampled every 20 ms from /proc) is printed beside the median seconds,
+MB/s and CPU seconds (all processes: on a shared machine they say more than wall time). `--iterator` also runs
+`count_pretokens_in_iterator` over the corpus streamed as a `datasets.IterableDataset` of lines (each line a text, so
+its counts differ from the files' where a pre-token spans lines), to show that counting a stream is bounded too.
+`--reference` also runs the plain single-process reference (`Counter(GPT2_REGEX.findall(doc))` over the documents
+split at <|endoftext|>, the whole corpus in memory: not for gigabytes), checks that the counts are equal, and
+prints the speed-up over it. The Linux corpus (1.2 GB) takes several minutes per run on 2 cores:
+
+    python scripts/bench_count.py /work/corpora/linux_code.txt --rounds 1
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections import Counter
-
-from hf_bpe.count import DEFAULT_CHUNK_BYTES, count_pretokens_in_files
-from hf_bpe.pretokenize import GPT2_REGEX
 
 SPECIAL = "<|endoftext|>"
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process and its finished children: less noisy than wall time on a shared machine."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
+def run_one(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> None:
+    """In the child process: count, then print one JSON line with the time and a digest of the counts."""
+    start = time.perf_counter()
+    if kind == "reference":
+        counts = reference_counts(paths)
+    elif kind == "iterator":
+        import datasets
+
+        from hf_bpe.count import count_pretokens_in_iterator
+
+        datasets.disable_progress_bars()
+        stream = datasets.load_dataset("text", data_files=paths, split="train", streaming=True)
+        counts = count_pretokens_in_iterator((row["text"] for row in stream), [SPECIAL], num_workers=workers,
+                                             progress=False)
+    else:
+        from hf_bpe.count import count_pretokens_in_files
+
+        counts = count_pretokens_in_files(paths, [SPECIAL], num_workers=workers, chunk_bytes=chunk_bytes,
+                                          progress=False)
+    seconds = time.perf_counter() - start
+    digest = hashlib.sha256(repr(sorted(counts.items())).encode()).hexdigest()[:16]
+    print(json.dumps({"seconds": seconds, "distinct": len(counts), "digest": digest}))
 
 
 def reference_counts(paths: list[str]) -> Counter[bytes]:
+    from hf_bpe.pretokenize import GPT2_REGEX
+
     counts: Counter[bytes] = Counter()
     for path in paths:
         with open(path, encoding="utf-8") as file:
@@ -39,40 +67,88 @@ def reference_counts(paths: list[str]) -> Counter[bytes]:
     return counts
 
 
+def tree_rss(root: int) -> int:
+    """Resident bytes of a process and all its descendants."""
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as file:
+                total += int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as file:
+                    stack.extend(int(child) for child in file.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # the process ended while being looked at
+    return total
+
+
+def measure(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> dict[str, float | str]:
+    """Run one count in a child process; its result, wall seconds, CPU seconds and peak tree RSS."""
+    command = [sys.executable, __file__, "--run-one", kind, "--workers", str(workers), "--chunk-bytes",
+               str(chunk_bytes), *paths]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, tree_rss(child.pid))
+        time.sleep(0.02)
+    wall = time.perf_counter() - start
+    assert child.stdout is not None
+    output = child.stdout.read()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"{kind} run failed with exit code {child.returncode}")
+    result = json.loads(output.strip().splitlines()[-1])
+    # The child's rusage includes its workers (they were waited for) but not this process's sampling.
+    result.update(wall=wall, cpu=usage.ru_utime + usage.ru_stime, peak=peak)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpora", nargs="+")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES)
+    parser.add_argument("--chunk-bytes", type=int, default=1 << 20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reference", action="store_true")
+    parser.add_argument("--iterator", action="store_true")
+    parser.add_argument("--run-one", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_one:
+        run_one(args.run_one, args.corpora, args.workers[0], args.chunk_bytes)
+        return
     megabytes = sum(os.path.getsize(path) for path in args.corpora) / 1e6
-    timings: dict[str, list[float]] = {}
-    cpu: dict[str, list[float]] = {}
-    results = {}
+    runs: dict[str, list[dict[str, float | str]]] = {}
     for _ in range(args.rounds):
         for workers in args.workers:
-            start, cpu_start = time.perf_counter(), cpu_seconds()
-            results[workers] = count_pretokens_in_files(args.corpora, [SPECIAL], num_workers=workers,
-                                                        chunk_bytes=args.chunk_bytes, progress=False)
-            timings.setdefault(f"hf_bpe workers={workers}", []).append(time.perf_counter() - start)
-            cpu.setdefault(f"hf_bpe workers={workers}", []).append(cpu_seconds() - cpu_start)
+            runs.setdefault(f"files workers={workers}", []).append(
+                measure("files", args.corpora, workers, args.chunk_bytes))
+            if args.iterator:
+                runs.setdefault(f"iterator workers={workers}", []).append(
+                    measure("iterator", args.corpora, workers, args.chunk_bytes))
     if args.reference:
-        start, cpu_start = time.perf_counter(), cpu_seconds()
-        reference = reference_counts(args.corpora)
-        timings["reference (1 process)"] = [time.perf_counter() - start]
-        cpu["reference (1 process)"] = [cpu_seconds() - cpu_start]
-        for workers, counts in results.items():
-            print(f"workers={workers}: counts {'equal' if counts == reference else 'DIFFER'} to the reference")
-    print(f"{megabytes:.1f} MB, {len(next(iter(results.values())))} distinct pre-tokens, "
-          f"chunk_bytes={args.chunk_bytes}")
-    reference_seconds = statistics.median(timings.get("reference (1 process)", [float("nan")]))
-    for name, seconds in timings.items():
-        median = statistics.median(seconds)
-        print(f"{name:24s} median {median:6.2f} s  {megabytes / median:6.1f} MB/s  "
-              f"reference/this {reference_seconds / median:5.2f}x  CPU (all processes) "
-              f"{statistics.median(cpu[name]):6.2f} s  runs {[round(s, 2) for s in seconds]}")
+        runs["reference (1 process)"] = [measure("reference", args.corpora, 1, args.chunk_bytes)]
+        reference_digest = runs["reference (1 process)"][0]["digest"]
+        for name, results in runs.items():
+            if name.startswith("files"):
+                same = all(result["digest"] == reference_digest for result in results)
+                print(f"{name}: counts {'equal' if same else 'DIFFER'} to the reference")
+    first = next(iter(runs.values()))[0]
+    print(f"{megabytes:.1f} MB, {first['distinct']} distinct pre-tokens, chunk_bytes={args.chunk_bytes} "
+          "(shared machine: compare ratios within one run)")
+    # Seconds as measured inside the child: counting only, without starting Python and importing.
+    reference_seconds = float(runs["reference (1 process)"][0]["seconds"]) if args.reference else float("nan")
+    for name, results in runs.items():
+        median = statistics.median(float(result["seconds"]) for result in results)
+        cpu = statistics.median(float(result["cpu"]) for result in results)
+        peak = max(float(result["peak"]) for result in results)
+        print(f"{name:24s} median {median:7.2f} s  {megabytes / median:6.1f} MB/s  reference/this "
+              f"{reference_seconds / median:5.2f}x  CPU (all processes) {cpu:7.2f} s  peak RSS (process tree) "
+              f"{peak / 1e9:5.2f} GB  runs {[round(float(result['seconds']), 1) for result in results]}")
 
 
 if __name__ == "__main__":
