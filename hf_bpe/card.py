@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe.errors import InputError
-from hf_bpe.files import write_text_atomically
+from hf_bpe.files import PathArg, write_text_atomically
 
 # What `hf-bpe train` records about a training run, next to the tokenizer files; the card reads it.
 TRAINING_INFO_FILE = "hf_bpe_training.json"
@@ -64,7 +63,7 @@ class Compression:
         return self.num_bytes / self.num_tokens if self.num_tokens else 0.0
 
 
-def write_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),
+def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
                      title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None
                      ) -> Path:
@@ -81,7 +80,7 @@ def write_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequenc
     return write_text_atomically(directory / "README.md", card)
 
 
-def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequence[str | os.PathLike[str]] = (),
+def render_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
                       language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
                       title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None
                       ) -> str:
@@ -117,7 +116,7 @@ def render_model_card(directory: str | os.PathLike[str], *, eval_corpora: Sequen
     return "\n\n".join(section.strip("\n") for section in sections) + "\n"
 
 
-def read_training_info(directory: str | os.PathLike[str]) -> dict[str, Any]:
+def read_training_info(directory: PathArg) -> dict[str, Any]:
     """`directory/hf_bpe_training.json`, or {} when there is none."""
     path = Path(directory) / TRAINING_INFO_FILE
     if not path.is_file():
@@ -131,7 +130,7 @@ def read_training_info(directory: str | os.PathLike[str]) -> dict[str, Any]:
     return info
 
 
-def measure_compression(tokenizer: Any, corpus: str | os.PathLike[str], chunk_chars: int = 4_000_000
+def measure_compression(tokenizer: Any, corpus: PathArg, chunk_chars: int = 4_000_000
                         ) -> Compression:
     """Encode a UTF-8 text file with `tokenizer` (an `hf_bpe.Tokenizer`) and count bytes and tokens.
 

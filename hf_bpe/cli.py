@@ -1,11 +1,13 @@
 """The `hf-bpe` command line.
 
     hf-bpe train [INPUT ...] --out DIR        train on text files (default: a small corpus shipped in the package)
+    hf-bpe train --dataset NAME_OR_PATH --out DIR   train on a dataset's text column, one document per row
     hf-bpe tokenize-dataset --tokenizer DIR --dataset NAME_OR_PATH --split S --out OUT   write OUT/S.bin token arrays
     hf-bpe card DIR [--eval-corpus F ...]     (re)write the model card of a tokenizer directory
 
-Every user error (a missing file, invalid UTF-8, an existing output directory) is one line on stderr and exit code 2;
-nothing half-written is left behind.
+Every user error (a missing file, invalid UTF-8, an existing output directory, an output that cannot be written, a
+full disk) is one line on stderr and exit code 2, Ctrl-C is exit code 130; nothing half-written is left behind.
+Outputs are checked before long work starts (see hf_bpe.outputs).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import chain
 from multiprocessing.pool import AsyncResult
 from pathlib import Path
@@ -94,6 +95,35 @@ def _unpickle_encoder(state: bytes) -> HFBPEEncoder:
     return HFBPEEncoder(*pickle.loads(state))
 
 
+@dataclass(frozen=True)
+class ArrayTokenizer:
+    """What writing a token array needs from a tokenizer directory: its hash, the array's dtype (uint16 when the ids
+    fit), the end-of-text id and the encoder, checked once by `load` for every engine."""
+
+    directory: Path
+    sha256: str
+    vocab_size: int
+    dtype: np.dtype
+    eot_id: int | None
+    encoder: HFBPEEncoder
+
+    @classmethod
+    def load(cls, tokenizer_dir: PathArg, append_eot: bool = True, allow_special: bool = False) -> ArrayTokenizer:
+        """InputError when the directory is not a saved tokenizer, or when `append_eot` and there is no eot token."""
+        from hf_bpe.hf_export import load_tokenizer_directory
+
+        directory = Path(tokenizer_dir)
+        sha256 = tokenizer_directory_hash(directory)
+        vocab, merges, special_tokens = load_tokenizer_directory(directory)
+        vocab_size = max(vocab) + 1
+        eot_id = eot_token_id(directory, vocab, special_tokens)
+        if append_eot and eot_id is None:
+            raise InputError(f"{directory}: the tokenizer has no special tokens, so there is no end-of-text id to "
+                             f"append (pass --no-append-eot to write the documents back to back)")
+        return cls(directory, sha256, vocab_size, np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32), eot_id,
+                   HFBPEEncoder(vocab, merges, special_tokens if allow_special else ()))
+
+
 def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
                      split: str = "train", text_column: str = "text", data_files: Sequence[str] | None = None,
                      config: str | None = None, num_proc: int = 1, append_eot: bool = True, batch_size: int = 1000,
@@ -113,7 +143,6 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
     ('uint16', 2)
     """
     from hf_bpe import __version__
-    from hf_bpe.hf_export import load_tokenizer_directory
 
     if num_proc < 1:
         raise InputError(f"--num-proc must be at least 1, got {num_proc}")
@@ -121,17 +150,9 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     out_dir = Path(out_dir)
     bin_path, meta_path = check_output_split(out_dir, split, force)
-    tokenizer_dir = Path(tokenizer_dir)
-    tokenizer_hash = tokenizer_directory_hash(tokenizer_dir)
-    vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
-    vocab_size = max(vocab) + 1
-    dtype = np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
-    eot_id = eot_token_id(tokenizer_dir, vocab, special_tokens)
-    if append_eot and eot_id is None:
-        raise InputError(f"{tokenizer_dir}: the tokenizer has no special tokens, so there is no end-of-text id to "
-                         f"append (pass --no-append-eot to write the documents back to back)")
-    encoder = encoder or HFBPEEncoder(vocab, merges, special_tokens if allow_special else ())
-    flatten = _BatchFlattener(encoder, text_column, eot_id if append_eot else None, dtype)
+    tokenizer = ArrayTokenizer.load(tokenizer_dir, append_eot, allow_special)
+    tokenizer_hash, dtype, eot_id = tokenizer.sha256, tokenizer.dtype, tokenizer.eot_id
+    flatten = _BatchFlattener(encoder or tokenizer.encoder, text_column, eot_id if append_eot else None, dtype)
     source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
                            config=config, streaming=streaming, cache_dir=cache_dir)
 
@@ -155,7 +176,8 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
                 metadata = {
                     "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
                     "eot_id": eot_id, "append_eot": append_eot, "allow_special": allow_special,
-                    "vocab_size": vocab_size, "tokenizer": str(tokenizer_dir), "tokenizer_sha256": tokenizer_hash,
+                    "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer_dir),
+                    "tokenizer_sha256": tokenizer_hash,
                     "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
                     "text_column": text_column, "hf_bpe_version": __version__,
                 }
