@@ -14,14 +14,15 @@ The merge loop follows the classic incremental algorithm (as in HF tokenizers' B
   their whole length in `str.find`/`str.replace`. They are kept as doubly linked positions with their own index
   pair -> positions (as HF tokenizers' `Word`), so a merge costs them time in proportion to the occurrences it merges
   and training stays linear in their length (24 MB of letters without a space, vocab 300: 23 s).
-* The best pair comes from a lazy max-heap. A pair's count only grows during the merge that creates it (every new
-  pair contains the new token) and only shrinks afterwards, so a heap entry's count is never below the true count:
-  an entry whose count is out of date is pushed back with the true count when it reaches the top.
+* The best pair comes from frequency buckets (`_BucketQueue`): count -> the pairs with that count, visited from the
+  highest count down, which works because the top count never rises (a pair created by a merge never counts more
+  than the merged pair). Only the top bucket is kept in order. A lazy max-heap over all pairs (`_LazyHeap`) is the
+  alternative (`merge_pairs(..., queue="heap")`); both give the same merges, scripts/bench_train.py times both.
 
 Ties go to the lexicographically greater pair of byte strings, as Python's `max(counts, key=(count, (left, right)))`.
-The heap is a min-heap, so each token carries a sort key that orders byte strings in reverse: each byte b becomes the
-character 255 - b, and a trailing U+0100 (greater than every such character) makes a prefix sort after the longer
-strings it starts. All heap comparisons then run in C on (-count, key) tuples.
+Both queues pop the smallest entry of a min-heap, so each token carries a sort key that orders byte strings in
+reverse: each byte b becomes the character 255 - b, and a trailing U+0100 (greater than every such character) makes a
+prefix sort after the longer strings it starts. All comparisons then run in C on (key, pair) or (-count, key, pair).
 
 >>> vocab, merges = train_bpe_from_counts({b"low": 5, b"lower": 2, b"newest": 6, b"widest": 3}, 262)
 >>> merges
@@ -59,6 +60,8 @@ Merges = list[tuple[bytes, bytes]]
 # Token ids are stored as characters, so the largest id is the largest code point.
 MAX_TOKEN_ID = sys.maxunicode
 _REVERSE_BYTES = bytes(range(255, -1, -1))
+DEFAULT_QUEUE = "buckets"  # the merge loop's priority structure, see QUEUES
+MAX_PAIR_COUNT = (1 << 63) - 1  # `_Corpus` refuses counts that could reach it
 # Words at least this long are merged through linked positions (`_LongWord`) rather than `str.replace`.
 LONG_WORD_LENGTH = 256
 
@@ -142,54 +145,139 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
 
 
 def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | None = None, *,
-                long_word_length: int = LONG_WORD_LENGTH) -> list[tuple[int, int]]:
+                long_word_length: int = LONG_WORD_LENGTH, queue: str = DEFAULT_QUEUE) -> list[tuple[int, int]]:
     """Run up to `num_merges` BPE merges over weighted words; return them as (left id, right id) in merge order.
 
     Ids 0-255 are the bytes and merge i creates id 256 + i. Stops early when no adjacent pair is left.
-    Words of at least `long_word_length` bytes are merged through linked positions (the result is the same).
+    Words of at least `long_word_length` bytes are merged through linked positions, and `queue` ("buckets" or
+    "heap") picks the priority structure; neither changes the result, only the speed.
 
     >>> merge_pairs({b"abab": 1}, 5)
     [(97, 98), (256, 256)]
     """
+    if queue not in QUEUES:
+        raise ValueError(f"queue must be one of {', '.join(map(repr, QUEUES))}, got {queue!r}")
     num_merges = min(num_merges, MAX_TOKEN_ID + 1 - 256)
     corpus = _Corpus(counts, long_word_length)
     pair_counts = corpus.pair_counts
     token_keys = [_reverse_order_key(bytes([byte])) for byte in range(256)]
-    heap = [(-count, token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair) for pair, count in pair_counts.items()]
-    heapq.heapify(heap)
+    best_pairs = QUEUES[queue](pair_counts, token_keys)
     token_bytes = [bytes([byte]) for byte in range(256)]
     merges: list[tuple[int, int]] = []
-    heappush, heappop = heapq.heappush, heapq.heappop
 
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the loop allocates millions of tuples and lists, none in cycles: collections would only cost time
     try:
         with tqdm(total=num_merges, desc="merging", unit=" merges", disable=_progress_disabled(progress)) as bar:
-            while heap and len(merges) < num_merges:
-                negative_count, key, pair = heappop(heap)
-                count = pair_counts.get(pair, 0)
-                if count != -negative_count:
-                    if count:
-                        heappush(heap, (-count, key, pair))
-                    continue
+            while len(merges) < num_merges:
+                pair = best_pairs.pop()
+                if pair is None:
+                    break
                 left, right = pair
-                new_id = 256 + len(merges)
-                new_token = chr(new_id)
+                new_token = chr(256 + len(merges))
                 merges.append((ord(left), ord(right)))
                 token_bytes.append(token_bytes[ord(left)] + token_bytes[ord(right)])
                 token_keys.append(_reverse_order_key(token_bytes[-1]))
-
-                created = corpus.merge(pair, new_token)
-                new_key = token_keys[new_id]
-                for new_pair, new_count in created.items():
-                    first, second = new_pair
-                    heappush(heap, (-new_count, (new_key if first == new_token else token_keys[ord(first)])
-                                    + (new_key if second == new_token else token_keys[ord(second)]), new_pair))
+                best_pairs.add(corpus.merge(pair, new_token))
                 bar.update()
     finally:
         if gc_was_enabled:
             gc.enable()
     return merges
+
+
+class _LazyHeap:
+    """The most frequent pair first, from a max-heap with lazy updates.
+
+    A pair's count only grows during the merge that creates it (every new pair contains the new token) and only
+    shrinks afterwards, so a heap entry's count is never below the true count: an entry whose count is out of date
+    is pushed back with the true count when it reaches the top. Entries are (-count, order key, pair), compared in C.
+    """
+
+    def __init__(self, pair_counts: dict[str, int], token_keys: list[str]) -> None:
+        self.pair_counts, self.token_keys = pair_counts, token_keys
+        self.heap = [(-count, token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair)
+                     for pair, count in pair_counts.items()]
+        heapq.heapify(self.heap)
+
+    def pop(self) -> str | None:
+        """Remove and return the pair with the highest count (ties: the greater bytes), or None when none is left."""
+        heap, pair_counts, heappop = self.heap, self.pair_counts, heapq.heappop
+        while heap:
+            negative_count, key, pair = heappop(heap)
+            count = pair_counts.get(pair, 0)
+            if count == -negative_count:
+                return pair
+            if count:
+                heapq.heappush(heap, (-count, key, pair))
+        return None
+
+    def add(self, created: dict[str, int]) -> None:
+        """Add the pairs a merge created, with their counts."""
+        token_keys, heap, heappush = self.token_keys, self.heap, heapq.heappush
+        for pair, count in created.items():
+            heappush(heap, (-count, token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair))
+
+
+class _BucketQueue:
+    """The most frequent pair first, from frequency buckets: count -> entries of the pairs with (at most) that count.
+
+    Only the top bucket is ordered (a heap of (order key, pair), smallest key = greatest pair first). The top count
+    never rises: a pair created by a merge never counts more than the merged pair (each occurrence of it holds one
+    occurrence of the new token, and there are at most as many of those as the merged pair's count), and every other
+    count only falls. So buckets are visited once each, from the highest count down. Entries are lazy like the heap's:
+    a pair whose count fell since it was filed is moved down to its true bucket when its bucket is reached.
+    """
+
+    def __init__(self, pair_counts: dict[str, int], token_keys: list[str]) -> None:
+        self.pair_counts, self.token_keys = pair_counts, token_keys
+        self.buckets: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        for pair, count in pair_counts.items():
+            self.buckets[count].append((token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair))
+        self.bucket_counts = [-count for count in self.buckets]  # a max-heap of the counts with a bucket
+        heapq.heapify(self.bucket_counts)
+        self.top_count = MAX_PAIR_COUNT  # the count of `top`, the bucket being drained
+        self.top: list[tuple[str, str]] = []
+
+    def pop(self) -> str | None:
+        """Remove and return the pair with the highest count (ties: the greater bytes), or None when none is left."""
+        pair_counts, heappop = self.pair_counts, heapq.heappop
+        while True:
+            top, top_count = self.top, self.top_count
+            while top:
+                entry = heappop(top)
+                count = pair_counts.get(entry[1], 0)
+                if count == top_count:
+                    return entry[1]
+                if count:
+                    self._file(count, entry)
+            if not self.bucket_counts:
+                return None
+            self.top_count = -heappop(self.bucket_counts)
+            self.top = self.buckets.pop(self.top_count)
+            heapq.heapify(self.top)
+
+    def add(self, created: dict[str, int]) -> None:
+        """Add the pairs a merge created, with their counts."""
+        token_keys = self.token_keys
+        for pair, count in created.items():
+            self._file(count, (token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair))
+
+    def _file(self, count: int, entry: tuple[str, str]) -> None:
+        if count < self.top_count:
+            bucket = self.buckets.get(count)
+            if bucket is None:
+                self.buckets[count] = [entry]
+                heapq.heappush(self.bucket_counts, -count)
+            else:
+                bucket.append(entry)
+        elif count == self.top_count:
+            heapq.heappush(self.top, entry)
+        else:
+            raise AssertionError(f"pair {entry[1]!r} counts {count}, more than the top bucket's {self.top_count}")
+
+
+QUEUES = {"buckets": _BucketQueue, "heap": _LazyHeap}
 
 
 class _Corpus:

@@ -312,3 +312,50 @@ def test_ray_engine_trains_the_same_vocab_and_merges_as_local(local_ray_cluster,
         paths.append(path)
     local = train_bpe(paths, 600, [ENDOFTEXT], num_workers=1)  # no worker processes beside a Ray connection
     assert train_bpe(paths, 600, [ENDOFTEXT], engine="ray") == local
+
+
+@differential
+@given(corpus=corpora, words=long_word_counts, queue=st.sampled_from(["buckets", "heap"]),
+       long_word_length=st.sampled_from([2, 7, LONG_WORD_LENGTH]), num_merges=st.integers(1, 70))
+def test_both_priority_queues_match_reference(corpus: list[str], words: dict[bytes, int], queue: str,
+                                              long_word_length: int, num_merges: int) -> None:
+    counts = reference_counts(corpus, [ENDOFTEXT]) + Counter(words)
+    expected = reference_train_from_counts(counts, 256 + num_merges)[1]
+    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=long_word_length, queue=queue)) == expected
+
+
+def pair_counts_of(words: dict[tuple[bytes, ...], int]) -> Counter[tuple[bytes, bytes]]:
+    counts: Counter[tuple[bytes, bytes]] = Counter()
+    for word, count in words.items():
+        for pair in zip(word, word[1:]):
+            counts[pair] += count
+    return counts
+
+
+@settings(max_examples=100, deadline=None)
+@given(counts=st.one_of(long_word_counts, st.lists(documents, max_size=4).map(reference_counts)))
+def test_a_created_pair_never_counts_more_than_the_merged_pair(counts: dict[bytes, int]) -> None:
+    # The bucket queue's premise, checked on the plain algorithm: after merging the top pair (count c), every pair
+    # holding the new token counts at most c, overlapping runs included, so the top count never rises.
+    words = {tuple(bytes([byte]) for byte in word): count for word, count in counts.items()}
+    previous_top = None
+    for _ in range(40):
+        pair_counts = pair_counts_of(words)
+        if not pair_counts:
+            break
+        best = max(pair_counts, key=lambda pair: (pair_counts[pair], pair))
+        top = pair_counts[best]
+        assert previous_top is None or top <= previous_top
+        merged: Counter[tuple[bytes, ...]] = Counter()
+        for word, count in words.items():
+            merged[merge_word(word, best)] += count
+        words = dict(merged)
+        new_token = best[0] + best[1]
+        created = {pair: count for pair, count in pair_counts_of(words).items() if new_token in pair}
+        assert all(count <= top for count in created.values())
+        previous_top = top
+
+
+def test_unknown_queue_is_refused() -> None:
+    with pytest.raises(ValueError, match=re.escape("queue must be one of 'buckets', 'heap', got 'fibonacci'")):
+        merge_pairs({b"ab": 1}, 3, queue="fibonacci")
