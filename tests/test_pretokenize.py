@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import re
 import sys
 
+import numpy as np
 import pytest
 import regex
 from hypothesis import given, settings
@@ -17,8 +19,10 @@ from hypothesis import strategies as st
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
+    UNICODE_VERSION,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
+    _gpt2_pattern,
     pretokenize,
     special_tokens_regex,
     split_at_safe_spaces,
@@ -27,6 +31,7 @@ from hf_bpe.pretokenize import (
     split_on_special_tokens,
     validate_special_tokens,
 )
+from hf_bpe.unicode_classes import LETTER_RANGES, NUMBER_RANGES, WHITESPACE_RANGES
 
 # Pieces of text that stress the GPT-2 pattern and the cuts: whitespace of every kind (multi-byte in UTF-8 too),
 # zero-width characters (not whitespace), emoji with modifiers and ZWJ, combining marks, RTL scripts, digits of other
@@ -66,10 +71,93 @@ def text_and_special_tokens(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "".join(draw(st.lists(atoms, max_size=40))), special_tokens
 
 
-def test_whitespace_chars_are_exactly_what_regex_matches_with_backslash_s() -> None:
-    every_code_point = "".join(map(chr, range(sys.maxunicode + 1)))
-    assert set(regex.findall(r"\s", every_code_point)) == set(WHITESPACE_CHARS)
-    assert len(WHITESPACE_CHARS) == len(set(WHITESPACE_CHARS))
+def table_code_points(table: str) -> set[int]:
+    """The code points of a hf_bpe.unicode_classes table, read plainly."""
+    code_points: set[int] = set()
+    for item in table.split():
+        first, _, last = item.partition("-")
+        code_points.update(range(int(first, 16), int(last or first, 16) + 1))
+    return code_points
+
+
+LETTERS, NUMBERS, WHITESPACE = (table_code_points(table) for table in (LETTER_RANGES, NUMBER_RANGES, WHITESPACE_RANGES))
+EVERY_CODE_POINT = [code_point for code_point in range(sys.maxunicode + 1) if not 0xD800 <= code_point <= 0xDFFF]
+# The GPT-2 pattern with the table's classes written out in full, for stdlib `re`: the plain, slow reference for the
+# pinned pattern (whose compiled part holds only BMP classes and whose astral characters go through stand-ins).
+PLAIN_PATTERN = re.compile(_gpt2_pattern(sys.maxunicode + 1))
+
+
+def test_generated_table_is_well_formed() -> None:
+    for table in (LETTER_RANGES, NUMBER_RANGES, WHITESPACE_RANGES):
+        ranges = [tuple(int(end, 16) for end in item.split("-")) for item in table.split()]
+        assert all(first < last for first, last, *_ in [(r[0], r[-1], 0) for r in ranges if len(r) == 2])
+        starts = [r[0] for r in ranges]
+        assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    assert not LETTERS & NUMBERS and not LETTERS & WHITESPACE and not NUMBERS & WHITESPACE
+    assert not (LETTERS | NUMBERS | WHITESPACE) & set(range(0xD800, 0xE000))
+    assert re.fullmatch(r"\d+\.\d+\.\d+", UNICODE_VERSION)
+
+
+def test_whitespace_chars_are_the_generated_whitespace_class() -> None:
+    assert set(map(ord, WHITESPACE_CHARS)) == WHITESPACE
+    assert len(WHITESPACE_CHARS) == len(WHITESPACE)
+
+
+@pytest.mark.parametrize("name, members, separator", [("letter", LETTERS, "a"), ("number", NUMBERS, "1"),
+                                                      ("whitespace", WHITESPACE, "\t")])
+def test_pinned_pattern_classifies_every_code_point_as_the_table_says(name: str, members: set[int],
+                                                                     separator: str) -> None:
+    # A code point joins the pre-token of the separator before it exactly when it is in the separator's class.
+    probed = [code_point for code_point in EVERY_CODE_POINT if chr(code_point) != separator]
+    text = separator + separator.join(map(chr, probed)) + separator + "!"
+    offsets = set(itertools.accumulate(map(len, GPT2_REGEX.findall(text))))
+    joined = {code_point for index, code_point in enumerate(probed) if 2 * index + 1 not in offsets}
+    expected = members - {ord(separator)}
+    assert joined == expected, f"{name}: first differing code point U+{min(joined ^ expected):04X}"
+
+
+def ends_of(parts: list[str]) -> np.ndarray:
+    """The end offsets of consecutive parts of a text."""
+    return np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+
+
+def test_pieces_and_safe_spaces_use_the_pinned_whitespace_on_every_code_point() -> None:
+    # Every code point after a space, before and after whitespace: the pieces and the safe spaces must cut only at
+    # pre-token boundaries of the pinned pattern, and a whitespace-only piece must be one pre-token.
+    text = "".join(f" {c}\t{c}x" for c in map(chr, EVERY_CODE_POINT))
+    pretoken_ends = ends_of(GPT2_REGEX.findall(text))
+    for cut in (split_into_pieces, split_at_safe_spaces):
+        cut_ends = ends_of([part for part in cut(text) if part])
+        assert cut_ends[-1] == len(text)
+        inside = cut_ends[~np.isin(cut_ends, pretoken_ends)]
+        assert not len(inside), f"{cut.__name__} cuts inside a pre-token at {text[inside[0] - 3:inside[0] + 3]!r}"
+    pieces = split_into_pieces(text)
+    piece_ends = ends_of(pieces)
+    whitespace_only = np.array([piece.strip(WHITESPACE_CHARS) == "" for piece in pieces])
+    split_pieces = np.searchsorted(piece_ends, pretoken_ends[~np.isin(pretoken_ends, piece_ends)], side="right")
+    bad = split_pieces[whitespace_only[split_pieces]]
+    assert not len(bad), f"whitespace piece {pieces[bad[0]]!r} holds several pre-tokens"
+
+
+ASTRAL_ATOMS = ["\U0001f600", "\U0001d49c", "\U000104a0", "\U00020000", "\U0001d7d8", "\U0001f3fd", "\U000e0001",
+                "\U0010ffff", "\U00010000", "\U00011de0", "\U0003d000", "\U000323b0"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(ATOMS + ASTRAL_ATOMS) | characters, max_size=40).map("".join),
+       st.sampled_from([1, 60, 400]))
+def test_pinned_pattern_equals_the_plain_pattern_with_astral_characters(text: str, repeat: int) -> None:
+    # Short text takes the re.sub stand-ins; long text (repeated) the numpy ones, sparse or dense.
+    text = text * repeat
+    assert GPT2_REGEX.findall(text) == PLAIN_PATTERN.findall(text)
+    assert pretokenize(text) == PLAIN_PATTERN.findall(text)
+
+
+def test_pinned_pattern_on_long_text_with_sparse_and_dense_astral_characters() -> None:
+    sparse = "the cat sat on the mat, 12 times. " * 200 + "\U0001f600 \U0001d49cx\U0001d7d8's" + "end " * 100
+    dense = "\U00020000\U00020001 \U00020002\u3002\U0001d7d8\U0001d7d9\U0001f600!" * 500
+    for text in (sparse, dense, sparse + dense, dense + sparse):
+        assert GPT2_REGEX.findall(text) == PLAIN_PATTERN.findall(text)
 
 
 @settings(max_examples=400, deadline=None)
