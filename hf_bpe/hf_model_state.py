@@ -74,7 +74,18 @@ class ModelTables:
         self.base_vocab: dict[int, bytes] = dict(ordinary.vocab)
         self.merges: list[tuple[bytes, bytes]] = list(ordinary.merges)
         self._state: tuple[Any, ...] | None = None
+        self._token_lengths: np.ndarray | None = None
         self.set_added_tokens(added_tokens)
+
+    @property
+    def token_lengths(self) -> np.ndarray:
+        """The byte length of each base-vocabulary token, indexed by id (for offsets); built on first use."""
+        if self._token_lengths is None:
+            lengths = np.zeros(max(self.base_vocab, default=-1) + 1, dtype=np.int64)
+            for token_id, token in self.base_vocab.items():
+                lengths[token_id] = len(token)
+            self._token_lengths = lengths
+        return self._token_lengths
 
     def set_added_tokens(self, added_tokens: Sequence[tuple[int, str]]) -> None:
         """Rebuild the encoder that also matches the added tokens (id, text), longest first."""

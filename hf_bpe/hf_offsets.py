@@ -13,44 +13,45 @@ both report it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import accumulate
+
+import numpy as np
 
 
-def char_of_byte(text: str) -> list[int]:
+def char_of_byte(text: str) -> np.ndarray:
     """For each byte of `text` in UTF-8, the index of the character it belongs to.
 
-    >>> char_of_byte("aé€")
+    A byte starts a character unless it is a continuation byte (0b10xxxxxx); lone surrogates count as the three
+    bytes `surrogatepass` gives them (the encoder replaces each by U+FFFD, also three bytes).
+
+    >>> char_of_byte("aé€").tolist()
     [0, 1, 1, 2, 2, 2]
     """
-    if text.isascii():
-        return list(range(len(text)))
-    result: list[int] = []
-    for index, char in enumerate(text):
-        code = ord(char)
-        width = 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
-        result += [index] * width
-    return result
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    return np.cumsum((data & 0xC0) != 0x80) - 1
 
 
-def token_offsets(text: str, token_lengths: Sequence[int]) -> list[tuple[int, int]]:
-    """The (start, end) character span of each token, given the byte length of each token in text order.
+def token_offsets(text: str, token_lengths: Sequence[int] | np.ndarray, base: int = 0) -> list[tuple[int, int]]:
+    """The (start, end) character span of each token, given the byte length (at least 1) of each token in text
+    order; `base` is added to every position (the text's place in a longer one).
 
     Raises ValueError if the lengths do not add up to the text's UTF-8 length (the tokens are not the text).
 
     >>> token_offsets("hi there", [2, 6])
     [(0, 2), (2, 8)]
+    >>> token_offsets("é!", [1, 2], base=10)
+    [(10, 11), (10, 12)]
     """
     chars = char_of_byte(text)
-    if sum(token_lengths) != len(chars):
-        raise ValueError(f"token lengths add up to {sum(token_lengths)} bytes, the text has {len(chars)}")
-    offsets = []
-    for start, end in zip(accumulate(token_lengths, initial=0), accumulate(token_lengths)):
-        if start == end:  # an empty token (never made by byte-level BPE) covers nothing
-            position = chars[start] if start < len(chars) else len(text)
-            offsets.append((position, position))
-        else:
-            offsets.append((chars[start], chars[end - 1] + 1))
-    return offsets
+    ends = np.cumsum(np.asarray(token_lengths, dtype=np.int64))
+    total = int(ends[-1]) if len(ends) else 0
+    if total != len(chars):
+        raise ValueError(f"token lengths add up to {total} bytes, the text has {len(chars)}")
+    if not len(ends):
+        return []
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1]
+    return list(zip((chars[starts] + base).tolist(), (chars[ends - 1] + 1 + base).tolist()))
 
 
 __all__ = ["char_of_byte", "token_offsets"]

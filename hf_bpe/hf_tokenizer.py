@@ -286,7 +286,6 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         pieces = [text[start:stop] for text, segments in zip(texts, splits)
                   for start, stop, token_id in segments if token_id is None]
         piece_ids = iter(self._ordinary.encode_batch(pieces))
-        vocab = self._base_vocab
         encoded = []
         for text, segments in zip(texts, splits):
             ids: list[int] = []
@@ -300,8 +299,7 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
                 segment_ids = next(piece_ids)
                 ids += segment_ids
                 if offsets is not None:
-                    spans = token_offsets(text[start:stop], [len(vocab[token_id]) for token_id in segment_ids])
-                    offsets += [(begin + start, end + start) for begin, end in spans]
+                    offsets += token_offsets(text[start:stop], self._tables.token_lengths[segment_ids], start)
             encoded.append(EncodedText(ids, offsets))
         firsts, seconds = encoded[:len(pairs)], iter(encoded[len(pairs):])
         return [(first, next(seconds) if second is not None else None) for first, (_, second) in zip(firsts, pairs)]
