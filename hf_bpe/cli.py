@@ -154,6 +154,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.hf_export import save_tokenizer_directory
     from hf_bpe.outputs import staging_directory
     from hf_bpe.parallel import default_num_workers
+    from hf_bpe.pretokenize import UNICODE_VERSION
     from hf_bpe.train import train_bpe_from_counts
 
     special_tokens = training_special_tokens(args)
@@ -189,7 +190,7 @@ def run_train(args: argparse.Namespace) -> int:
             "hardware": describe_hardware(),
             "python": platform.python_version(),
             "hf_bpe_version": __version__,
-            "unicode_version": unicode_version(),
+            "unicode_version": UNICODE_VERSION,
             "date": datetime.date.today().isoformat(),
             "license": args.license,
             "dataset_names": card_dataset_names(args, source),
@@ -297,13 +298,6 @@ def minimum_output_bytes(vocab_size: int) -> int:
     """A floor on the size of a saved tokenizer directory: each token takes at least ~32 bytes over vocab.json,
     merges.txt and tokenizer.json (measured: 80-90), plus the small files. Less free space than this fails for sure."""
     return 32 * vocab_size + 16_384
-
-
-def unicode_version() -> str | None:
-    """The Unicode version of the pre-tokenizer's character classes (None before hf_bpe recorded one)."""
-    from hf_bpe import pretokenize
-
-    return getattr(pretokenize, "UNICODE_VERSION", None)
 
 
 def describe_hardware() -> str:

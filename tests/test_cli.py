@@ -410,15 +410,14 @@ def test_engine_ray_without_ray_installed(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_training_record_names_the_unicode_version(tmp_path: Path) -> None:
-    from hf_bpe import pretokenize
+    from hf_bpe.pretokenize import UNICODE_VERSION
 
     out = tmp_path / "tok"
     assert main(train_argv(out, 300)) == 0
     info = json.loads((out / "hf_bpe_training.json").read_text())
-    assert info["unicode_version"] == getattr(pretokenize, "UNICODE_VERSION", None)
+    assert info["unicode_version"] == UNICODE_VERSION and UNICODE_VERSION.count(".") == 2
     assert info["engine"] == "local" and info["license"] is None and info["dataset_names"] == []
-    expected = getattr(pretokenize, "UNICODE_VERSION", None) or "unknown"
-    assert f"| Unicode version of the pre-tokenizer | {expected} |" in (out / "README.md").read_text()
+    assert f"| Unicode version of the pre-tokenizer | {UNICODE_VERSION} |" in (out / "README.md").read_text()
 
 
 # Options whose absence (None) means something the help must state, e.g. "all CPUs" or "none".
