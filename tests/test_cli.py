@@ -96,6 +96,7 @@ def test_invalid_utf8_names_the_offset_and_replace_accepts_it(tmp_path: Path,
         (["--vocab-size", "256"], "vocab"),
         (["--special-token", ""], "empty"),
         (["--special-token", "<a>", "--special-token", "<a>"], "duplicate"),
+        (["--special-token", "a"], "special token 'a' is the single byte"),
         (["--workers", "0"], "--workers"),
     ],
 )
