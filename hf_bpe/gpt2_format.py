@@ -114,18 +114,33 @@ def load_gpt2_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
     return vocab
 
 
-def load_gpt2_merges(merges_path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
-    """Read a GPT-2 `merges.txt` (with or without the `#version` header) into a list of byte pairs.
+def merges_file_lines(merges_path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+    """The merge lines of a GPT-2 `merges.txt` as (1-based line number, line), the `#version` header and blank lines
+    skipped: the one place that knows the file's layout (`load_gpt2_merges` and the HF export check read it).
 
-    Raises InputError naming the file and line for a line that is not two byte-mapped parts.
+    Raises InputError naming the file for a missing, unreadable or non-UTF-8 file.
     """
     merges_path = Path(merges_path)
+    return [(line_number, line) for line_number, line in enumerate(
+                (line.rstrip("\r") for line in _read_text(merges_path).split("\n")), start=1)
+            if line and not (line_number == 1 and line.startswith("#version"))]
+
+
+def load_gpt2_merges_numbered(merges_path: str | os.PathLike[str]) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    """Read a GPT-2 `merges.txt` into byte pairs, with the 1-based line number of each (for error messages).
+
+    Raises InputError naming the file and line for a line that is not two byte-mapped parts.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "merges.txt"
+    >>> _ = path.write_text("#version: 0.2\\nĠ t\\n\\nh e\\n", encoding="utf-8")
+    >>> load_gpt2_merges_numbered(path)
+    ([(b' ', b't'), (b'h', b'e')], [2, 4])
+    """
     table = unicode_to_bytes()
     merges: list[tuple[bytes, bytes]] = []
-    for line_number, line in enumerate(_read_text(merges_path).split("\n"), start=1):
-        line = line.rstrip("\r")
-        if not line or (line_number == 1 and line.startswith("#version")):
-            continue
+    line_numbers: list[int] = []
+    for line_number, line in merges_file_lines(merges_path):
         parts = line.split(" ")
         if len(parts) != 2 or not parts[0] or not parts[1]:
             raise InputError(f"{merges_path}: line {line_number}: expected two tokens separated by one space, "
@@ -135,7 +150,16 @@ def load_gpt2_merges(merges_path: str | os.PathLike[str]) -> list[tuple[bytes, b
         except KeyError as error:
             raise InputError(f"{merges_path}: line {line_number}: character {error.args[0]!r} is not in the GPT-2 "
                              f"byte mapping") from None
-    return merges
+        line_numbers.append(line_number)
+    return merges, line_numbers
+
+
+def load_gpt2_merges(merges_path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
+    """Read a GPT-2 `merges.txt` (with or without the `#version` header) into a list of byte pairs.
+
+    Raises InputError naming the file and line for a line that is not two byte-mapped parts.
+    """
+    return load_gpt2_merges_numbered(merges_path)[0]
 
 
 def load_gpt2(vocab_path: str | os.PathLike[str], merges_path: str | os.PathLike[str]

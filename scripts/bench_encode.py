@@ -7,14 +7,24 @@ Each repeat runs every contender once on the same text, in alternating order, so
 hits all of them alike; the table shows medians and the ratios hf_bpe / competitor (above 1 means hf_bpe is faster).
 "cold" is the first encode of a fresh Tokenizer (empty caches, construction not timed), "warm" a second pass.
 The ids of all contenders are checked to be equal.
+
+--single-pass runs the protocol of issue 9 instead: the corpora are read once, as one stream of documents split at
+<|endoftext|>; a fresh Tokenizer encodes them with `encode_batch(docs, num_workers=1)` per 1,000 documents, and
+tiktoken (built from the same files) with `encode_ordinary` per document. Both encode each group of 1,000
+documents in turn (alternating which goes first), so that other processes slow both alike; the ids are compared.
+It reports MB/s and the ratio tiktoken time / hf_bpe time for the first and the second half of the bytes, wall
+clock and CPU time (the machine may be shared), and the peak RSS and encoder cache size:
+
+    python scripts/bench_encode.py --single-pass /work/shared/corpora/*.txt
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import tiktoken
@@ -99,6 +109,74 @@ def bench_corpus(path: Path, vocab_path: Path, merges_path: Path, repeats: int, 
         print(f"  {ours} vs {theirs}: {medians[theirs] / medians[ours]:.2f}x")
 
 
+def read_documents(paths: list[Path], block_chars: int = 1 << 23) -> Iterator[str]:
+    """The documents of the files, in order, as one stream split at <|endoftext|>, reading blocks of text."""
+    rest = ""
+    for path in paths:
+        with path.open(encoding="utf-8") as file:
+            while block := file.read(block_chars):
+                documents = (rest + block).split(EOT)
+                rest = documents.pop()
+                yield from documents
+    yield rest
+
+
+def rss_megabytes() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+
+
+def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: int, cache_megabytes: int) -> None:
+    total_bytes = sum(path.stat().st_size for path in paths)
+    encoding = build_tiktoken(vocab_path, merges_path)
+    tokenizer = Tokenizer.from_files(vocab_path, merges_path, special_tokens=[EOT],
+                                     cache_bytes=cache_megabytes << 20)
+    rss_before = rss_megabytes()
+    peak_rss = rss_before
+    # [half][contender] -> wall seconds, cpu seconds; bytes per half
+    wall = [[0.0, 0.0], [0.0, 0.0]]
+    cpu = [[0.0, 0.0], [0.0, 0.0]]
+    half_bytes = [0, 0]
+    done_bytes = 0
+    documents = read_documents(paths)
+    round_number = 0
+    while batch := [document for _, document in zip(range(group), documents)]:
+        size = sum(len(document.encode("utf-8")) for document in batch)
+        half = 0 if done_bytes + size / 2 <= total_bytes / 2 else 1
+        contenders = [lambda: tokenizer.encode_batch(batch, num_workers=1),
+                      lambda: [encoding.encode_ordinary(document) for document in batch]]
+        order = [0, 1] if round_number % 2 == 0 else [1, 0]
+        results: list[list[list[int]]] = [[], []]
+        for index in order:
+            wall_start, cpu_start = time.perf_counter(), time.process_time()
+            results[index] = contenders[index]()
+            wall[half][index] += time.perf_counter() - wall_start
+            cpu[half][index] += time.process_time() - cpu_start
+        if results[0] != results[1]:
+            raise SystemExit(f"hf_bpe and tiktoken differ in the documents {round_number * group} to "
+                             f"{round_number * group + len(batch) - 1}")
+        del results
+        half_bytes[half] += size
+        done_bytes += size
+        round_number += 1
+        peak_rss = max(peak_rss, rss_megabytes())
+    names = ", ".join(path.name for path in paths)
+    print(f"\nsingle pass over {names}: {total_bytes / 1e6:.0f} MB, {round_number} groups of {group} documents, "
+          f"cache bound {cache_megabytes} MiB")
+    for half in (0, 1):
+        megabytes = half_bytes[half] / 1e6
+        print(f"  half {half + 1} ({megabytes:.0f} MB): hf_bpe {megabytes / wall[half][0]:.2f} MB/s, tiktoken "
+              f"{megabytes / wall[half][1]:.2f} MB/s, ratio {wall[half][1] / wall[half][0]:.2f}x wall "
+              f"({cpu[half][1] / cpu[half][0]:.2f}x cpu)")
+    megabytes = total_bytes / 1e6
+    print(f"  whole: hf_bpe {megabytes / sum(w[0] for w in wall):.2f} MB/s, tiktoken "
+          f"{megabytes / sum(w[1] for w in wall):.2f} MB/s, ratio {sum(w[1] for w in wall) / sum(w[0] for w in wall):.2f}x "
+          f"wall ({sum(c[1] for c in cpu) / sum(c[0] for c in cpu):.2f}x cpu)")
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"  RSS before the pass {rss_before:.0f} MB, peak during it {peak_rss:.0f} MB (ru_maxrss {maxrss:.0f} MB); "
+          f"encoder cache {tokenizer.cache_size() / 2**20:.0f} MiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpora", nargs="+", type=Path)
@@ -106,7 +184,13 @@ def main() -> None:
     parser.add_argument("--merges", type=Path, default=Path("tests/fixtures/gpt2_merges.txt"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2, help="processes/threads for the batch comparison")
+    parser.add_argument("--single-pass", action="store_true", help="run the single-pass protocol (see above)")
+    parser.add_argument("--group", type=int, default=1000, help="documents per encode_batch call (--single-pass)")
+    parser.add_argument("--cache-mb", type=int, default=256, help="Tokenizer cache_bytes in MiB (--single-pass)")
     arguments = parser.parse_args()
+    if arguments.single_pass:
+        single_pass(arguments.corpora, arguments.vocab, arguments.merges, arguments.group, arguments.cache_mb)
+        return
     for path in arguments.corpora:
         bench_corpus(path, arguments.vocab, arguments.merges, arguments.repeats, arguments.workers)
 

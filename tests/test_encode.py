@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from array import array
 import pickle
+from array import array
 import random
 import subprocess
 import sys
 import textwrap
 import time
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.encode as encode_module
-from hf_bpe.encode import Tokenizer, _BatchTables, _merge_batch, _merge_by_scanning, _merge_with_heap
+from hf_bpe.encode import PieceCache, Tokenizer
+from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2, save_gpt2, token_to_str
-from hf_bpe.pretokenize import GPT2_REGEX, split_at_safe_spaces
+from hf_bpe.pretokenize import GPT2_REGEX, split_into_pieces
 from hf_bpe.tiktoken_compat import tiktoken_encoding
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -160,6 +162,50 @@ def test_without_special_tokens_the_end_of_text_marker_is_ordinary_text(text: st
     assert gpt2_tokenizer_without_specials().decode(ids) == text
 
 
+SURROGATE_TEXTS = ["a\ud800b", "\udfff", "\ud83d\ude00 x", "\ude00\ud83d", "x \ud800\ud800's 1\udc00",
+                   "日本\ud800語" + EOT + "\ud800", "\ud800" * 3 + " " + "\udbff"]
+
+
+@pytest.mark.parametrize("text", SURROGATE_TEXTS)
+def test_lone_surrogates_become_replacement_characters_as_in_tiktoken(text: str) -> None:
+    """tiktoken re-reads such text through UTF-16 with errors="replace": pairs join, lone halves become U+FFFD."""
+    expected = gpt2_tiktoken().encode(text, allowed_special="all")
+    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [EOT])  # fresh: nothing cached yet
+    assert tokenizer.encode(text) == expected
+    assert tokenizer.encode_batch([text, "ok", text], num_workers=1) == [expected, [482], expected]
+    assert list(tokenizer.encode_iterable(iter(text))) == expected
+    assert gpt2_tokenizer().encode("a\ud800b") == [64, 4210, 65]
+
+
+@FAST
+@given(st.lists(st.one_of(st.sampled_from(ADVERSARIAL_FRAGMENTS), st.sampled_from(["\ud800", "\udc00", "\ud83d"]),
+                          st.text(max_size=4)), max_size=30).map("".join))
+def test_text_with_surrogates_equals_tiktoken(text: str) -> None:
+    assert gpt2_tokenizer().encode(text) == gpt2_tiktoken().encode(text, allowed_special="all")
+
+
+@FAST
+@given(st.lists(adversarial_text, min_size=1, max_size=4))
+def test_piece_cache_pre_tokenizes_joined_pieces_as_the_plain_regex_does(texts: list[str]) -> None:
+    """resolve() pre-tokenizes all waiting pieces in one `findall` per regex (ASCII `re` or `regex`), joined with a
+    separator, and cuts the result apart again: each piece must get exactly the plain regex's pre-tokens of the
+    text, in order."""
+    registry: list[str] = []
+
+    def merge(pretokens: list[str]) -> list[tuple[int, ...]]:  # one id per pre-token, to read the pre-tokens back
+        registry.extend(pretokens)
+        return [(len(registry) - len(pretokens) + index,) for index in range(len(pretokens))]
+
+    cache = PieceCache(merge, 1 << 20)
+    for text in texts:
+        pieces = split_into_pieces(text)
+        ids = [token_id for piece in pieces for token_id in cache[piece]]
+        if cache.waiting:
+            values = cache.resolve()
+            ids = [token_id for piece in pieces for token_id in values.get(piece) or cache[piece]]
+        assert [registry[token_id] for token_id in ids] == GPT2_REGEX.findall(text)
+
+
 # A random (untrained) merge list over a few letters: tokens may be unreachable, ranks arbitrary, so the merge order
 # rules (lowest rank first, leftmost first) are exercised far beyond what a trained vocab shows.
 @st.composite
@@ -188,55 +234,20 @@ def test_random_merges_equal_reference_encoder(bpe: tuple[dict[int, bytes], list
     assert tokenizer.decode(tokenizer.encode(text)) == text
 
 
-@FAST
-@given(st.lists(st.integers(0, 5), max_size=200), st.randoms(use_true_random=False))
-def test_heap_merge_equals_scanning_merge(ids: list[int], rng: random.Random) -> None:
-    pairs = [(left, right) for left in range(8) for right in range(8)]
-    rng.shuffle(pairs)
-    pair_ranks: dict[tuple[int, int], int] = {}
-    merged_ids: list[int] = []
-    for rank, pair in enumerate(pairs[:20]):
-        pair_ranks[pair] = rank
-        merged_ids.append(rng.randrange(8))
-    assert _merge_with_heap(list(ids), pair_ranks, merged_ids) == _merge_by_scanning(list(ids), pair_ranks,
-                                                                                     merged_ids)
-
-
-@FAST
-@given(random_bpe(), st.lists(st.text(alphabet="abc \n", min_size=1, max_size=30), max_size=30))
-def test_batch_merge_equals_one_at_a_time(bpe: tuple[dict[int, bytes], list[tuple[bytes, bytes]]],
-                                          words: list[str]) -> None:
-    vocab, merges = bpe
-    tokenizer = Tokenizer(vocab, merges)
-    tables = _BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
-    assert _merge_batch([word.encode() for word in words], tables) == [tokenizer._bpe(word) for word in words]
-
-
-def test_batch_merge_takes_every_other_occurrence_of_a_repeated_pair() -> None:
-    vocab = {byte: bytes([byte]) for byte in range(256)} | {256: b"aa", 257: b"aaaa"}
-    tokenizer = Tokenizer(vocab, [(b"a", b"a"), (b"aa", b"aa")])
-    tables = _BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
-    assert tables.monotone
-    words = ["a" * length for length in range(1, 12)] + ["baaab", ""]
-    assert _merge_batch([word.encode() for word in words], tables) == [tokenizer._bpe(word) for word in words]
-
-
 def test_batch_merged_cache_shares_id_objects_and_keeps_text_order() -> None:
     """The warm path's speed depends on the cache layout: ids from the numpy merge are the scalar path's int
     objects (not one new int per occurrence), and new pieces enter the cache in order of first occurrence."""
     tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [EOT])
     text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
-    assert len(set(GPT2_REGEX.findall(text))) >= encode_module._MIN_BATCH_MERGE  # the numpy merge runs
+    assert len(set(GPT2_REGEX.findall(text))) >= MIN_BATCH_MERGE  # the numpy merge runs
     expected = gpt2_tiktoken().encode(text, allowed_special="all")
     assert tokenizer.encode(text) == expected
     assert tokenizer.encode(text) == expected
     canonical = {id(token_id) for token_id in tokenizer._token_ids.values()}
-    assert all(id(token_id) in canonical for ids in tokenizer._piece_cache.values() for token_id in ids)
-    # ASCII pieces other than the text's first (which are cached separately) keep their order of first occurrence.
-    pieces = split_at_safe_spaces(text)
-    in_text_order = [piece for piece in dict.fromkeys(pieces[1:])
-                     if piece.isascii() and piece != pieces[0] and piece in tokenizer._piece_cache]
-    assert [piece for piece in tokenizer._piece_cache if piece.isascii() and piece != pieces[0]] == in_text_order
+    cache = tokenizer._cache
+    assert all(id(token_id) in canonical for ids in cache.values() for token_id in ids)
+    assert list(cache) == list(dict.fromkeys(piece for document in text.split(EOT)
+                                             for piece in split_into_pieces(document)))
 
 
 def unreachable_bpe() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
@@ -257,7 +268,7 @@ def test_unreachable_tokens_equal_hf_tokenizers_and_reference(monkeypatch: pytes
     tokenizer = Tokenizer(vocab, merges, [EOT])
     for token in (" abc", "xyz"):
         assert tokenizer.encode(token) != [tokenizer.token_to_id(token)]
-    tables = _BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
+    tables = BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
     assert not tables.monotone
     rng = random.Random(1)
     words = [" abc", "abc", "xyz", "yzx", "qqqqq", "qqq", " a", "bc", "xyzx", "é", "日本"]
@@ -270,11 +281,11 @@ def test_unreachable_tokens_equal_hf_tokenizers_and_reference(monkeypatch: pytes
     hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     hf.add_special_tokens([EOT])
     assert hf.encode(text).ids == expected
-    monkeypatch.setattr(encode_module, "_MIN_BATCH_MERGE", 0)
+    monkeypatch.setattr(encode_module, "MIN_BATCH_MERGE", 0)
     assert tokenizer.encode(text) == expected
     assert Tokenizer(vocab, merges, [EOT]).encode_batch(text.split(EOT), num_workers=1) == [
         reference_encode(document, dict(tokenizer.vocab), merges, []) for document in text.split(EOT)]
-    monkeypatch.setattr(encode_module, "_MIN_BATCH_MERGE", 10**9)
+    monkeypatch.setattr(encode_module, "MIN_BATCH_MERGE", 10**9)
     assert Tokenizer(vocab, merges, [EOT]).encode(text) == expected
 
 
@@ -506,25 +517,41 @@ def test_pickle_excludes_caches_and_is_stable_across_encoding() -> None:
     before = pickle.dumps(tokenizer)
     text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
     ids = tokenizer.encode(text)
-    assert len(tokenizer._piece_cache) > 0
+    assert tokenizer.cache_size() > 100_000
     after = pickle.dumps(tokenizer)
     assert before == after
     restored = pickle.loads(after)
-    assert len(restored._piece_cache) == 0
+    assert restored.cache_size() < 1000
     assert restored.encode(text) == ids
     assert pickle.dumps(restored) == before
 
 
-def test_cache_stays_bounded() -> None:
-    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES)
-    tokenizer.max_cache_entries = 50
-    lines = (FIXTURES / "corpus.en").read_text(encoding="utf-8").splitlines(keepends=True)[:300]
-    for line in lines:
-        assert tokenizer.encode(line) == gpt2_tokenizer_without_specials().encode(line)
-        # A single text may push the cache past the bound by its own distinct pieces, never more.
-        assert len(tokenizer._piece_cache) <= 50 + len(set(split_at_safe_spaces(line)))
-        assert len(tokenizer._pretoken_cache) <= 50 + len(set(GPT2_REGEX.findall(line)))
-    assert len(tokenizer._piece_cache) < 120
+@pytest.mark.parametrize("cache_bytes", [0, 20_000, 200_000])
+def test_cache_stays_bounded_in_bytes_and_exact_through_evictions(cache_bytes: int) -> None:
+    """Small bounds make both generations turn over and the pre-token cache empty itself many times."""
+    tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, cache_bytes=cache_bytes)
+    lines = (FIXTURES / "corpus.en").read_text(encoding="utf-8").splitlines(keepends=True)[:400]
+    encoding = gpt2_tiktoken()
+    sizes = []
+    for start in range(0, len(lines), 20):
+        batch = lines[start:start + 20] * 2  # repeated pieces come from the cache, or from the old generation
+        assert tokenizer.encode_batch(batch, num_workers=1) == [encoding.encode_ordinary(line) for line in batch]
+        sizes.append(tokenizer.cache_size())
+    # One call may overshoot by its own new pieces (at most 20 short lines here) before the next check.
+    assert max(sizes) <= cache_bytes + 40_000
+    counted = tokenizer._cache.size() - sys.getsizeof(tokenizer._cache) - sys.getsizeof(tokenizer._cache._pretokens)
+    actual = sum(map(sys.getsizeof, chain(tokenizer._cache, tokenizer._cache.values(), tokenizer._cache._pretokens,
+                                          tokenizer._cache._pretokens.values())))
+    if cache_bytes == 200_000:
+        assert tokenizer._cache._old  # the young generation has turned over
+        assert counted >= actual  # the byte count is an upper bound of what sys.getsizeof sees
+
+
+def test_cache_bound_is_checked_and_pickled() -> None:
+    with pytest.raises(ValueError, match="cache_bytes"):
+        Tokenizer({0: b"a"}, [], cache_bytes=-1)
+    tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [], cache_bytes=12345)
+    assert pickle.loads(pickle.dumps(tokenizer)).cache_bytes == 12345
 
 
 def test_decode_accepts_any_iterable() -> None:
