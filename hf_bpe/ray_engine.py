@@ -462,21 +462,31 @@ def _start_manifest(out_dir: Path, split: str, job: dict[str, Any], previous: Sh
 
 
 def _read_blocks(ray: Any, source: Any) -> tuple[list[Any], list[int]]:
-    """The dataset's rows as ObjectRefs to Arrow tables in dataset order, and the number of rows of each."""
+    """The dataset's rows as ObjectRefs to Arrow tables in dataset order, and the number of rows of each.
+
+    One execution of the dataset: the text column is checked on the blocks themselves (asking Ray Data for the schema
+    first would read the data once more)."""
     import ray.data
 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False
-    data = _ray_dataset(ray, source)
-    columns = data.schema().names if data.schema() is not None else []
-    if source.text_column not in columns:
-        from hf_bpe.dataset_args import missing_column_error
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    blocks = _ray_dataset(ray, source).to_arrow_refs()
+    block_info = ray.remote(num_cpus=0.1)(_block_info)
+    infos = ray.get([block_info.remote(block, source.text_column) for block in blocks])
+    for _, columns in infos:
+        if columns is not None:
+            from hf_bpe.dataset_args import missing_column_error
 
-        raise missing_column_error(source.text_column, columns)
-    blocks = data.select_columns([source.text_column]).to_arrow_refs()
-    num_rows = ray.remote(num_cpus=0.1)(_num_rows)
-    return blocks, ray.get([num_rows.remote(block) for block in blocks])
+            raise missing_column_error(source.text_column, columns)
+    return blocks, [rows for rows, _ in infos]
+
+
+def _block_info(table: Any, text_column: str) -> tuple[int, list[str] | None]:
+    """(rows, None), or (rows, the block's columns) when it has rows but no `text_column`."""
+    missing = table.num_rows and text_column not in table.column_names
+    return table.num_rows, list(table.column_names) if missing else None
 
 
 def _ray_dataset(ray: Any, source: Any) -> Any:
@@ -519,10 +529,6 @@ def _expand_data_files(files: list[str]) -> list[str]:
         else:
             paths.append(os.path.abspath(file))
     return paths
-
-
-def _num_rows(table: Any) -> int:
-    return table.num_rows
 
 
 class _ShardEncoder:
