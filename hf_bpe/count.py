@@ -11,10 +11,7 @@ How it is fast (each step is differential-tested against that reference in tests
 * Text is cut into *pieces* with one C-level `re.findall` (`hf_bpe.pretokenize.split_into_pieces`): no pre-token
   crosses a piece, so pieces are counted with `collections.Counter` (in C) and the slow GPT-2 regex runs only on the
   distinct pieces, each pre-token's count being the sum of its pieces' counts.
-* Even the distinct pieces are not pre-tokenized one call at a time: pieces seen equally often are pre-tokenized
-  together with one regex call on their concatenation (joining at a space before non-whitespace, or with a "\\n"
-  separator, changes no pre-token), and the result is counted by `Counter.update` in C, repeated that many times.
-  ASCII pieces use `GPT2_ASCII_REGEX` (stdlib `re`, about twice as fast as `regex`).
+* ASCII pieces are pre-tokenized with `GPT2_ASCII_REGEX` (stdlib `re`, about twice as fast as `regex`).
 * Files are split into chunks of about `chunk_bytes` at safe cuts found by the parent (`find_chunk_boundaries`), and
   worker processes each pull chunks from a queue, read their own byte range, and add its pieces to one piece table
   per worker, so a piece seen in many chunks is pre-tokenized once per worker.
@@ -82,9 +79,6 @@ _SPACE_CUT = re.compile(
 )
 _CUT_LOOKAHEAD = 4
 _CUT_WINDOW = 1 << 12
-# Pieces seen at most this often are pre-tokenized in groups by count (see `PieceCounter.pretoken_counts`).
-_REPEAT_LIMIT = 8
-_SEPARATOR = "\n"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 Task = TypeVar("Task")
@@ -270,59 +264,23 @@ class PieceCounter:
         return counts
 
     def _pretokens_of_pieces(self) -> Counter[str]:
-        """The pre-token counts of the piece table."""
+        """The pre-token counts of the piece table: each distinct piece pre-tokenized once, with stdlib `re` when ASCII.
+
+        One route for every piece. Grouping pieces by count and pre-tokenizing each group with one regex call on its
+        concatenation (joined with "\\n" separators whose counts were subtracted again) measured no faster: 2.30-2.95 s
+        of conversion against 2.41-2.63 s for this loop, 7.3-8.7 s against 7.8-8.7 s of counting in all (CPU, 72 MB of
+        ../shared/corpora, one process, 3 rounds alternating on a shared machine), and its long lists of pre-tokens
+        doubled the memory a conversion needs.
+        """
         counts: Counter[str] = Counter()
-        # Pieces are grouped by count so that most of the work runs in C: a group's pieces are pre-tokenized with
-        # one regex call and its pre-tokens counted with `Counter.update`, repeated `count` times. Within a group,
-        # pieces starting with a space are simply concatenated (a space before non-whitespace is a safe cut); the
-        # others are joined with separators (`_pretokenize_joined`). ASCII pieces use the faster stdlib regex.
-        groups: dict[int, tuple[list[str], list[str], list[str], list[str]]] = {}
-        frequent: list[tuple[str, int]] = []
+        ascii_findall, findall = GPT2_ASCII_REGEX.findall, GPT2_REGEX.findall
         for piece, count in self.pieces.items():
-            first = piece[0]
-            if first in _WHITESPACE:
-                if first != " " or len(piece) == 1 or piece[1] in _WHITESPACE:
-                    counts[piece] += count  # whitespace only: one pre-token
-                    continue
-                kind = 0
-            else:
-                kind = 2
-            if count > _REPEAT_LIMIT:
-                frequent.append((piece, count))
+            if piece[-1] in _WHITESPACE:  # a run of whitespace: one pre-token (a piece ends in whitespace only then)
+                counts[piece] += count
                 continue
-            group = groups.get(count)
-            if group is None:
-                group = groups[count] = ([], [], [], [])
-            group[kind if piece.isascii() else kind + 1].append(piece)
-        for count, (spaced_ascii, spaced, bare_ascii, bare) in groups.items():
-            for regex, pieces, separated in ((GPT2_ASCII_REGEX, spaced_ascii, False), (GPT2_REGEX, spaced, False),
-                                             (GPT2_ASCII_REGEX, bare_ascii, True), (GPT2_REGEX, bare, True)):
-                if not pieces:
-                    continue
-                pretokens = _pretokenize_joined(regex, pieces) if separated else regex.findall("".join(pieces))
-                counts.update(pretokens * count if count > 1 else pretokens)
-                if separated:
-                    counts[_SEPARATOR] -= (len(pieces) - 1) * count
-        for piece, count in frequent:
-            for pretoken in (GPT2_ASCII_REGEX if piece.isascii() else GPT2_REGEX).findall(piece):
+            for pretoken in ascii_findall(piece) if piece.isascii() else findall(piece):
                 counts[pretoken] += count
-        if counts.get(_SEPARATOR) == 0:  # only separators, all subtracted again
-            del counts[_SEPARATOR]
         return counts
-
-
-def _pretokenize_joined(regex: re.Pattern[str] | Any, pieces: list[str]) -> list[str]:
-    """The pre-tokens of all pieces in one regex call, with a "\\n" pre-token between two pieces.
-
-    The pieces must hold no whitespace but an optional leading space. Between two non-whitespace characters, or before
-    a space and non-whitespace, a newline is a pre-token of its own and both sides of it are safe cuts, so the
-    separator changes nothing else. The caller subtracts the separators (no piece has a "\\n" pre-token).
-
-    >>> _pretokenize_joined(GPT2_REGEX, ["Hi,", " it's", "ok"])
-    ['Hi', ',', '\\n', ' it', "'s", '\\n', 'ok']
-    """
-    return regex.findall(_SEPARATOR.join(pieces))
-
 
 
 # --- chunk boundaries ----------------------------------------------------------------------------------------------

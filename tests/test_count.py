@@ -93,7 +93,7 @@ def test_each_text_is_counted_on_its_own(texts: list[str], special_tokens: list[
 
 
 def test_pieces_seen_often_and_rarely_are_counted_alike() -> None:
-    # Pieces seen more than _REPEAT_LIMIT times take another path than rarer ones: mix counts around the limit.
+    # Counts of pieces from 1 to hundreds, ASCII and not, whitespace runs among them.
     texts = [f" it's{i % 40} x'S{i % 3}\u00e9\u200d!" * (i % 20) + "\n\n a" for i in range(300)]
     assert count_pretokens(texts, [EOT]) == reference_counts(texts, [EOT])
 
