@@ -73,23 +73,23 @@ def split_encode_options(kwargs: dict[str, Any]) -> tuple[EncodeOptions, dict[st
     return options, rest
 
 
-class Sequence(NamedTuple):
+class EncodedText(NamedTuple):
     """One encoded text: its ids and, when asked for, the character span of each token."""
 
     ids: list[int]
     offsets: Offsets | None = None
 
-    def __getitem__(self, item: Any) -> Any:  # slicing gives a Sequence, indexing a field
+    def __getitem__(self, item: Any) -> Any:  # slicing gives an EncodedText, indexing a field
         if isinstance(item, slice):
-            return Sequence(self.ids[item], None if self.offsets is None else self.offsets[item])
+            return EncodedText(self.ids[item], None if self.offsets is None else self.offsets[item])
         return tuple.__getitem__(self, item)
 
 
 class Row(NamedTuple):
     """One output row: a window of the first text and, for pairs, a window of the second."""
 
-    first: Sequence
-    second: Sequence | None
+    first: EncodedText
+    second: EncodedText | None
 
 
 def window_ranges(length: int, max_length: int, stride: int, side: str) -> list[tuple[int, int]]:
@@ -162,7 +162,7 @@ def truncation_lengths(first: int, second: int | None, strategy: TruncationStrat
     return first, target - to_remove
 
 
-def truncated_rows(first: Sequence, second: Sequence | None, options: EncodeOptions, side: str) -> list[Row]:
+def truncated_rows(first: EncodedText, second: EncodedText | None, options: EncodeOptions, side: str) -> list[Row]:
     """One sample's rows: the kept window (pair) first, then, if asked for, the overflowing ones.
 
     For a pair the overflowing rows come in the order `tokenizers`' `Encoding.merge_with` makes them: each
@@ -261,5 +261,5 @@ def string_pairs(texts: Any, pairs: Any) -> list[tuple[str, str | None]] | None:
     return None
 
 
-__all__ = ["EncodeOptions", "Row", "Sequence", "assemble", "split_encode_options", "string_pairs",
+__all__ = ["EncodeOptions", "EncodedText", "Row", "assemble", "split_encode_options", "string_pairs",
            "truncated_rows", "truncation_lengths", "window_ranges"]

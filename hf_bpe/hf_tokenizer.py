@@ -1,18 +1,21 @@
 """`HFBPETokenizer`: hf_bpe's encoder as a transformers tokenizer, for transformers 4 and 5.
 
 It is a slow (Python) `PreTrainedTokenizer`, so it runs wherever transformers does, but `tok(texts)`, `encode` and
-`__call__` on plain text skip the slow base class's per-token Python work: the whole batch goes through
-`hf_bpe.Tokenizer` at once and the result is truncated and padded as the fast tokenizer loaded from the same
-directory would (tests compare them field by field). Inputs the fast route does not cover (pre-tokenized words, id
-lists, overflowing tokens) take the stock path, which ends in the same encoder through `_tokenize`.
+`__call__` on text skip the slow base class's per-token Python work (`hf_bpe.hf_encode`): added tokens are found as
+the fast tokenizer finds them (`hf_bpe.hf_added_tokens`), the text between them goes through `hf_bpe.Tokenizer` in
+one batch, and the result is truncated into windows, given offsets (`hf_bpe.hf_offsets`) and padded as the fast
+tokenizer loaded from the same directory would (tests compare them field by field). Only pre-tokenized words and id
+lists take transformers' stock path, which ends in the same encoder through `_tokenize`. Saving lives in
+`hf_bpe.hf_save`, training a new tokenizer in `hf_bpe.hf_training`.
 
 >>> from hf_bpe import HFBPETokenizer
 >>> tok = HFBPETokenizer.from_pretrained("saved_directory")  # doctest: +SKIP
 >>> tok(["Hello world", "Hi"], padding=True, return_tensors="np")["input_ids"].shape  # doctest: +SKIP
 (2, 2)
 
-Encode caches live inside `hf_bpe.Tokenizer`, whose pickles leave them out, so `datasets` fingerprints (which hash
-the tokenizer's pickled state) are the same before and after encoding, and `Dataset.map` reuses its cache files.
+The model's tables live in one `hf_bpe.hf_model_state.ModelTables`, which pickles as compressed merge ids and no
+caches, so pickles are small, `datasets` hashes the tokenizer quickly, and its fingerprint is the same before and
+after encoding (`Dataset.map` reuses its cache files).
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import unicode_to_bytes
 from hf_bpe.hf_added_tokens import AddedTokenFlags, AddedTokenSplitter
 from hf_bpe.hf_encode import (
+    EncodedText,
     EncodeOptions,
     Row,
-    Sequence as EncodedText,
     assemble,
     is_rectangular,
     pad_offsets,

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hf_bpe.hf_encode import (
+    EncodedText,
     EncodeOptions,
-    Sequence,
     split_encode_options,
     truncated_rows,
     truncation_lengths,
@@ -71,7 +71,7 @@ def test_only_second_without_a_pair_and_too_short_sequences_are_errors() -> None
 
 
 def test_pair_overflow_rows_come_in_the_order_tokenizers_merges_them() -> None:
-    first, second = Sequence(list(range(6))), Sequence(list(range(10, 16)))
+    first, second = EncodedText(list(range(6))), EncodedText(list(range(10, 16)))
     options = EncodeOptions(truncation_strategy=Strategy.LONGEST_FIRST, max_length=6, stride=1,
                             return_overflowing_tokens=True)
     rows = [(row.first.ids, row.second.ids) for row in truncated_rows(first, second, options, "right")]
@@ -85,7 +85,7 @@ def test_pair_overflow_rows_come_in_the_order_tokenizers_merges_them() -> None:
 
 
 def test_offsets_travel_with_their_ids() -> None:
-    sequence = Sequence([5, 6, 7], [(0, 1), (1, 3), (3, 4)])
+    sequence = EncodedText([5, 6, 7], [(0, 1), (1, 3), (3, 4)])
     options = EncodeOptions(truncation_strategy=Strategy.LONGEST_FIRST, max_length=2, return_overflowing_tokens=True)
     rows = truncated_rows(sequence, None, options, "right")
     assert [(row.first.ids, row.first.offsets) for row in rows] == [([5, 6], [(0, 1), (1, 3)]), ([7], [(3, 4)])]
