@@ -94,7 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
          "tokenize a HuggingFace dataset into a flat uint16/uint32 token array (OUT/SPLIT.bin + SPLIT.json)",
          "Encode every document of a dataset split with an hf_bpe tokenizer directory and write the ids, each "
          "document followed by the end-of-text id, to OUT/SPLIT.bin (nanoGPT style), with metadata in "
-         "OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT)."),
+         "OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT). A special-token string inside a "
+         "document (a literal <|endoftext|>) is encoded as text, like nanoGPT's encode_ordinary, so the only "
+         "end-of-text ids are the document boundaries; --allow-special encodes it as its id, as tok(document) "
+         "does. An existing OUT/SPLIT.bin is replaced only with --force; other splits may share OUT."),
         ("card", add_card_arguments, run_card,
          "write the model card (README.md) of a tokenizer directory",
          "Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "

@@ -565,3 +565,14 @@ def test_a_full_disk(extra, tokenizer_dir, tmp_path):
         assert list((mount / "existing").iterdir()) == []
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_help_states_the_special_token_and_overwrite_rules():
+    done = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "tokenize-dataset", "--help"], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}, timeout=60)
+    assert done.returncode == 0
+    help_text = " ".join(done.stdout.split())
+    assert "is encoded as text, like nanoGPT's encode_ordinary" in help_text
+    assert "--allow-special encodes it as its id, as tok(document) does" in help_text
+    assert "An existing OUT/SPLIT.bin is replaced only with --force; other splits may share OUT" in help_text
+    assert "--force replace OUT/S.bin if it exists (default: refuse)" in help_text
