@@ -230,7 +230,7 @@ class PieceCounter:
 
     def __init__(self, special_tokens: Sequence[str] = (), max_pieces: int | None = None) -> None:
         self.pieces: Counter[str] = Counter()
-        self.pretokens: Counter[str] = Counter()  # of the pieces converted so far
+        self.pretokens: Counter[bytes] = Counter()  # of the pieces converted so far
         self.max_pieces = MAX_PIECES if max_pieces is None else max_pieces
         self._splitter = SpecialTokenSplitter(special_tokens)
 
@@ -244,23 +244,24 @@ class PieceCounter:
 
     def flush(self) -> None:
         """Convert the piece table into pre-token counts (added to `pretokens`) and empty it."""
-        if self.pieces:
-            pretokens = self._pretokens_of_pieces()
-            self.pieces = Counter()
-            if self.pretokens:
-                self.pretokens.update(pretokens)
-            else:
-                self.pretokens = pretokens
+        if not self.pieces:
+            return
+        converted = self._pretokens_of_pieces()
+        self.pieces = Counter()
+        if not self.pretokens:
+            self.pretokens = Counter({pretoken.encode(): count for pretoken, count in converted.items()})
+            return
+        pretokens = self.pretokens
+        get = pretokens.get
+        for pretoken, count in converted.items():
+            key = pretoken.encode()
+            pretokens[key] = get(key, 0) + count
 
     def pretoken_counts(self) -> Counter[bytes]:
-        """The pre-token counts of everything added so far, keyed by UTF-8 bytes."""
+        """The pre-token counts of everything added so far, keyed by UTF-8 bytes. The counter is empty afterwards
+        (its memory goes with the result), ready for more text."""
         self.flush()
-        return Counter({pretoken.encode(): count for pretoken, count in self.pretokens.items()})
-
-    def take_pretoken_counts(self) -> Counter[bytes]:
-        """`pretoken_counts()`, emptying this counter (so that its memory goes with the result)."""
-        counts = self.pretoken_counts()
-        self.pretokens = Counter()
+        counts, self.pretokens = self.pretokens, Counter()
         return counts
 
     def _pretokens_of_pieces(self) -> Counter[str]:
@@ -505,9 +506,9 @@ def _worker_main(run: Callable[[PieceCounter, Any], int], special_tokens: list[s
                 result_queue.put(("error", index, str(error)))
                 continue
             if counter.pretokens:  # the piece table was converted: hand its counts over to the parent
-                result_queue.put(("counts", counter.take_pretoken_counts()))
+                result_queue.put(("counts", counter.pretoken_counts()))
             result_queue.put(("progress", size))
-        result_queue.put(("done", None if failed else counter.take_pretoken_counts()))
+        result_queue.put(("done", None if failed else counter.pretoken_counts()))
     except BaseException:  # anything unexpected is reported to the parent rather than lost in a worker's stderr
         import traceback
 

@@ -387,7 +387,7 @@ def test_piece_table_converted_whenever_it_grows_past_max_pieces_counts_alike(ca
     assert counter.pretoken_counts() == reference_counts(texts, special_tokens)
 
 
-def test_pieces_are_converted_in_batches_and_the_counter_empties_when_taken() -> None:
+def test_pieces_are_converted_in_batches_and_the_counter_empties_when_read() -> None:
     texts = [generated_text(seed, 2000, [EOT]) for seed in range(20)]
     counter = PieceCounter([EOT], max_pieces=100)
     conversions = 0
@@ -395,8 +395,10 @@ def test_pieces_are_converted_in_batches_and_the_counter_empties_when_taken() ->
         counter.add_text(text)
         conversions += not counter.pieces
     assert conversions >= 5 and counter.pretokens
-    assert counter.take_pretoken_counts() == reference_counts(texts, [EOT])
+    assert counter.pretoken_counts() == reference_counts(texts, [EOT])
     assert not counter.pieces and not counter.pretokens and counter.pretoken_counts() == Counter()
+    counter.add_text(texts[0])
+    assert counter.pretoken_counts() == reference_counts(texts[:1], [EOT])
 
 
 def test_workers_hand_over_converted_counts_as_they_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
