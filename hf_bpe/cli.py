@@ -254,12 +254,9 @@ def count_training_corpus(args: argparse.Namespace, inputs: list[Path], source: 
                                                    progress=progress, **engine_options)
         return counts, {"dataset": metadata_of(source, texts.num_rows), "corpus_files": [],
                         "corpus_bytes": texts.num_bytes}
-    stats_type = getattr(count, "CountStats", None)
-    stats = stats_type(replaced_bytes=0, first_replacement=None) if stats_type and args.errors == "replace" else None
-    if stats is not None:
-        engine_options["stats"] = stats
+    stats = count.CountStats() if args.errors == "replace" else None
     counts = count.count_pretokens_in_files(inputs, special_tokens, num_workers=args.workers, errors=args.errors,
-                                            progress=progress, **engine_options)
+                                            progress=progress, stats=stats, **engine_options)
     info: dict[str, Any] = {
         "corpus_files": [{"path": str(path), "bytes": Path(path).stat().st_size} for path in inputs],
         "corpus_bytes": sum(Path(path).stat().st_size for path in inputs),

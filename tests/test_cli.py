@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from hf_bpe import count as count_module
 from hf_bpe.cli import build_parser, main, run_reporting_errors, shipped_corpus
 from hf_bpe.gpt2_format import load_gpt2
 from hf_bpe.train import train_bpe, train_bpe_from_iterator
@@ -240,8 +239,6 @@ def test_a_bug_is_not_hidden() -> None:
 
 
 def test_errors_replace_reports_how_many_bytes_and_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if not hasattr(count_module, "CountStats"):
-        pytest.skip("hf_bpe.count.CountStats has not landed")
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"hello world " * 10 + b"\xff\xfe" + b" more text here" * 10 + b"\xc3")
     clean = tmp_path / "clean.txt"
