@@ -275,6 +275,10 @@ elif mode == "fast_resave":
     AutoTokenizer.from_pretrained(directory).save_pretrained(target)
     from hf_bpe import HFBPETokenizer
     print(json.dumps(state(HFBPETokenizer.from_pretrained(target))))
+elif mode == "repair":  # our save_pretrained writes back what a fast re-save dropped
+    from hf_bpe import HFBPETokenizer
+    HFBPETokenizer.from_pretrained(directory).save_pretrained(directory)
+    print(json.dumps({}))
 else:
     print(json.dumps(state(AutoTokenizer.from_pretrained(directory, trust_remote_code=mode == "remote_code"))))
 '''
@@ -309,3 +313,11 @@ def test_a_directory_resaved_by_the_fast_class_still_loads_with_hf_bpe(directori
     assert resaved.pop("class") == "HFBPETokenizer"
     first.pop("class")
     assert resaved == first
+    # trust_remote_code needs hf_bpe_tokenizer.py, which transformers does not copy; re-saving with hf_bpe restores it.
+    result = subprocess.run([PYTHON, "-c", STATE_SCRIPT, "remote_code", str(workdir / "fast_resaved"), ""],
+                            capture_output=True, text=True, cwd=workdir, env=subprocess_env(workdir), timeout=300)
+    assert result.returncode != 0 and "hf_bpe_tokenizer.py" in result.stderr
+    run_state_script(workdir, "repair", str(workdir / "fast_resaved"), "")
+    repaired = run_state_script(workdir, "remote_code", str(workdir / "fast_resaved"), "")
+    assert repaired.pop("class") == "HFBPETokenizer"
+    assert repaired == first
