@@ -43,17 +43,15 @@ import time
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Union
-
 import numpy as np
-from tqdm.auto import tqdm
 
 from hf_bpe.count import CountingEngine, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.errors import InputError
+from hf_bpe.files import PathArg
 from hf_bpe.gpt2_format import str_to_token, unicode_to_bytes
+from hf_bpe.parallel import progress_bar
 from hf_bpe.pretokenize import validate_special_tokens
 
-PathArg = Union[str, "os.PathLike[str]"]
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
 
@@ -168,7 +166,7 @@ def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | N
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the loop allocates millions of tuples and lists, none in cycles: collections would only cost time
     try:
-        with tqdm(total=num_merges, desc="merging", unit=" merges", disable=_progress_disabled(progress)) as bar:
+        with progress_bar(progress, total=num_merges, desc="merging", unit=" merges") as bar:
             while len(merges) < num_merges:
                 pair = best_pairs.pop()
                 if pair is None:
@@ -590,11 +588,6 @@ def _check_counts(counts: Mapping[bytes, int], special_tokens: list[str]) -> Non
             raise TypeError(f"count of pre-token {token!r} must be an int, got {type(count).__name__}: {count!r}")
         if count <= 0:
             raise ValueError(f"count of pre-token {token!r} must be positive, got {count}")
-
-
-def _progress_disabled(progress: bool | None) -> bool | None:
-    # tqdm's disable=None means: show only on a terminal.
-    return None if progress is None else not progress
 
 
 def _peak_memory_mb() -> float:

@@ -179,8 +179,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each tool (default 3)")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes for hf_bpe, threads for HF (default: each tool's own, all CPUs)")
-    parser.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
-                        help="whole trainings to compare (default: both)")
+    parser.add_argument("--tools", nargs="*", choices=TOOLS, default=list(TOOLS),
+                        help="whole trainings to compare (default: both; none with --tools alone)")
     parser.add_argument("--queues", action="store_true", help="also time the merge loop with each priority queue")
     parser.add_argument("--child", choices=[*TOOLS, "queues"], help=argparse.SUPPRESS)
     args = parser.parse_args()
