@@ -61,8 +61,7 @@ _PENDING_IDS = (_PENDING,)
 # Joins pieces to pre-tokenize them in one call: "\n" is whitespace, so it is a pre-token of its own between two pieces
 # that end and start with non-whitespace, or with a space followed by non-whitespace (see PieceCache.resolve).
 _SEPARATOR = "\n"
-_SEPARATOR_ID = -2
-_SEPARATOR_IDS = (_SEPARATOR_ID,)
+_SEPARATOR_IDS: tuple[int, ...] = ()
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
 # Python strings may hold lone surrogates, which UTF-8 cannot encode; tiktoken replaces them by U+FFFD.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -470,14 +469,20 @@ def _size_of(keys: list[str], values: Iterable[tuple[int, ...]]) -> int:
 def _split_at_separators(pretokens: list[str], pretoken_ids: Mapping[str, tuple[int, ...]]
                          ) -> Iterator[tuple[int, ...]]:
     """The ids of each separated group of `pretokens` (the pre-tokens of pieces joined by the separator, which
-    `pretoken_ids` maps to the separator id: it holds no whitespace pre-token otherwise).
+    `pretoken_ids` maps to no ids: it holds no whitespace pre-token otherwise).
 
-    >>> list(_split_at_separators(["a", ",", "\\n", " b"], {"a": (1,), ",": (2,), "\\n": (-2,), " b": (3, 4)}))
+    All in C-level calls: the ids are flattened, and each group's end found from the running count of ids at the
+    separators.
+
+    >>> list(_split_at_separators(["a", ",", "\\n", " b"], {"a": (1,), ",": (2,), "\\n": (), " b": (3, 4)}))
     [(1, 2), (3, 4)]
     """
-    flat = tuple(chain.from_iterable(map(pretoken_ids.__getitem__, pretokens)))
-    ends = np.flatnonzero(np.fromiter(flat, dtype=np.int64, count=len(flat)) == _SEPARATOR_ID).tolist()
-    return map(flat.__getitem__, map(slice, [0, *(end + 1 for end in ends)], [*ends, len(flat)]))
+    ids_of = list(map(pretoken_ids.__getitem__, pretokens))
+    flat = tuple(chain.from_iterable(ids_of))
+    id_ends = np.cumsum(np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of)))
+    is_separator = np.fromiter(map(_SEPARATOR.__eq__, pretokens), dtype=bool, count=len(pretokens))
+    ends = id_ends[is_separator].tolist()
+    return map(flat.__getitem__, map(slice, [0, *ends], [*ends, len(flat)]))
 
 
 def _replace_markers(ids: list[int], values: list[tuple[int, ...]]) -> list[int]:

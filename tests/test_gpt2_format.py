@@ -13,7 +13,9 @@ from hf_bpe.gpt2_format import (
     bytes_to_unicode,
     load_gpt2,
     load_gpt2_merges,
+    load_gpt2_merges_numbered,
     load_gpt2_vocab,
+    merges_file_lines,
     save_gpt2,
     str_to_token,
     token_to_str,
@@ -67,6 +69,19 @@ def test_merges_load_with_and_without_header(tmp_path: Path) -> None:
     expected = [(b" ", b"t"), (b"h", b"e")]
     assert load_gpt2_merges(tmp_path / "with.txt") == expected
     assert load_gpt2_merges(tmp_path / "without.txt") == expected
+
+
+def test_merges_report_their_line_numbers(tmp_path: Path) -> None:
+    """Header, blank lines and CRLF endings are skipped in one place; the line numbers are the file's."""
+    path = tmp_path / "merges.txt"
+    path.write_text(f"{MERGES_HEADER}\r\nĠ t\r\n\r\nh e\n\nx\n", encoding="utf-8")
+    with pytest.raises(InputError, match="line 6: expected two tokens"):
+        load_gpt2_merges_numbered(path)
+    path.write_text(f"{MERGES_HEADER}\r\nĠ t\r\n\r\nh e\n\n", encoding="utf-8")
+    assert merges_file_lines(path) == [(2, "Ġ t"), (4, "h e")]
+    assert load_gpt2_merges_numbered(path) == ([(b" ", b"t"), (b"h", b"e")], [2, 4])
+    merges, lines = load_gpt2_merges_numbered(FIXTURES / "gpt2_merges.txt")
+    assert len(merges) == len(lines) == 50000 and lines[:2] == [1, 2]
 
 
 @pytest.mark.parametrize(
