@@ -450,11 +450,12 @@ def _start_manifest(out_dir: Path, split: str, job: dict[str, Any], previous: Sh
     (out_dir / f"{split}.json").unlink(missing_ok=True)
     (out_dir / f"{split}.bin").unlink(missing_ok=True)
     directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.iterdir():  # shards being written when a run was killed; all shards unless resuming
+        if stale.is_file() and (stale.name.startswith(".part-") or previous is None and (
+                stale.name.startswith("part-") or stale.name == "manifest.json")):
+            stale.unlink()
     if previous is not None:
         return previous
-    for stale in directory.iterdir():
-        if stale.is_file() and (stale.name.startswith(("part-", ".part-")) or stale.name == "manifest.json"):
-            stale.unlink()
     rows = documents_per_shard or min(MAX_DOCUMENTS_PER_SHARD, max(1, math.ceil(num_rows / _TARGET_SHARDS)))
     manifest = ShardManifest(directory, {**job, "documents_per_shard": rows})
     manifest.save()
@@ -469,10 +470,14 @@ def _read_blocks(ray: Any, source: Any) -> tuple[list[Any], list[int]]:
     import ray.data
 
     context = ray.data.DataContext.get_current()
-    context.execution_options.preserve_order = True
+    saved = context.execution_options.preserve_order, context.enable_progress_bars
+    context.execution_options.preserve_order = True  # blocks in dataset order: the shards depend on it
     context.enable_progress_bars = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
-    blocks = _ray_dataset(ray, source).to_arrow_refs()
+    try:
+        blocks = _ray_dataset(ray, source).to_arrow_refs()
+    finally:
+        context.execution_options.preserve_order, context.enable_progress_bars = saved
     block_info = ray.remote(num_cpus=0.1)(_block_info)
     infos = ray.get([block_info.remote(block, source.text_column) for block in blocks])
     for _, columns in infos:
@@ -499,7 +504,8 @@ def _ray_dataset(ray: Any, source: Any) -> Any:
         builder, files = Path(source.name).suffix.lower().lstrip("."), [source.name]
         builder = {"jsonl": "json"}.get(builder, builder)
     readers = {"parquet": ray.data.read_parquet, "json": ray.data.read_json}
-    if builder in readers and files and source.config is None:
+    # A split with a slice ("train[:10%]") or a configuration is a datasets feature: then datasets loads it.
+    if builder in readers and files and source.config is None and "[" not in source.split:
         paths = _expand_data_files(files)
         try:
             return readers[builder](paths, file_extensions=None)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections import Counter
+import time
 from itertools import chain
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from hf_bpe.errors import InputError  # noqa: E402
 from hf_bpe.gpt2_format import load_gpt2  # noqa: E402
 from hf_bpe.hf_export import save_tokenizer_directory  # noqa: E402
 from hf_bpe.ray_engine import LocalRayCluster, RayCountingEngine, ray_session, tokenize_dataset_ray  # noqa: E402
-from hf_bpe.shards import ShardManifest, file_sha256, load_sharded_tokens, shard_name  # noqa: E402
+from hf_bpe.shards import ShardManifest, file_sha256, load_sharded_tokens, shard_is_intact, shard_name  # noqa: E402
 from hf_bpe.train import train_bpe, train_bpe_from_counts  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -158,8 +159,8 @@ def test_shards_concatenate_to_the_single_machine_array(cluster, tokenizer_dir, 
     import datasets
 
     expected_bytes, local_metadata = local_arrays[allow_special]
-    if form == "jsonl":
-        dataset, files = "json", [str(write_jsonl(tmp_path / "docs.jsonl", DOCUMENTS))]
+    if form == "jsonl":  # named by a file:// URL, read by Ray Data (fsspec/pyarrow) on the workers
+        dataset, files = "json", [write_jsonl(tmp_path / "docs.jsonl", DOCUMENTS).as_uri()]
     elif form == "parquet":
         datasets.Dataset.from_dict({"text": DOCUMENTS}).to_parquet(tmp_path / "docs.parquet")
         dataset, files = str(tmp_path / "docs.parquet"), []
@@ -227,6 +228,39 @@ def test_a_missing_text_column_is_named(cluster, tokenizer_dir, tmp_path):
         tokenize_dataset_ray(tokenizer_dir, "json", tmp_path / "out", data_files=[str(source)],
                              ray_address=cluster.address, progress=False)
     assert not (tmp_path / "out" / "train.json").exists()
+
+
+def test_ctrl_c_keeps_the_finished_shards_for_resume(cluster, tokenizer_dir, tmp_path):
+    documents = [f"document {index} " + "with some words to encode " * 40 for index in range(3000)]
+    source = write_jsonl(tmp_path / "docs.jsonl", documents)
+    out = tmp_path / "out"
+    command = ["tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset", "json", "--data-files",
+               str(source), "--out", str(out), "--engine", "ray", "--ray-address", cluster.address, "--no-progress"]
+    process = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", *command], cwd=REPO, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        manifest = ShardManifest.load(out / "train") if (out / "train" / "manifest.json").exists() else None
+        if manifest is not None and manifest.shards:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    if process.returncode == 0:
+        pytest.skip("the run finished before it could be interrupted")
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not (out / "train.json").exists()
+    recorded = ShardManifest.load(out / "train").shards
+    assert recorded and all(shard_is_intact(out / "train" / shard_name(index), record, 2)
+                            for index, record in recorded.items())
+
+    result = run_cli(*command, "--resume")
+    assert result.returncode == 0, result.stderr
+    assert not [path for path in (out / "train").iterdir() if path.name.startswith(".")]
+    expected = tokenize_dataset(tokenizer_dir, "json", tmp_path / "local", data_files=[str(source)], progress=False)
+    assert np.asarray(load_tokens(out, "train")).tobytes() == (tmp_path / "local" / "train.bin").read_bytes()
+    assert json.loads((out / "train.json").read_text())["num_tokens"] == expected["num_tokens"]
 
 
 # --- the CLI -----------------------------------------------------------------------------------------------------
