@@ -11,8 +11,8 @@ so a corpus of gigabytes is fine) and converted to arrow once, untimed. Then eac
 the ids written into a `.bin`), each in a fresh process, and every `.bin` must be identical (sha256).
 
 The encoders alternate for `--repeat` rounds; reported per encoder: the median wall time of the whole pipeline,
-tokens/s, MB/s, the peak RSS of the run's whole process tree (the main process plus the map workers, summed, sampled
-every 0.1 s), and the ratio of its time to hf_bpe's measured within the same round (the machine may be shared):
+tokens/s, MB/s, the peak memory of the run's whole process tree (the main process plus the map workers, their
+proportional set sizes summed, sampled every 0.2 s), and the ratio of its time to hf_bpe's measured within the same round (the machine may be shared):
 hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
 """
 
@@ -130,9 +130,14 @@ def jsonl_stats(path: Path) -> tuple[int, int]:
 
 
 class TreeMemory:
-    """Samples the summed RSS of a process and all its descendants (from /proc) in a thread; `peak` in bytes."""
+    """Samples the memory of a process and all its descendants (from /proc) in a thread; `peak` in bytes.
 
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
+    Each process counts its proportional set size (PSS): pages shared between the map workers and their parent
+    (copy-on-write after fork, memory-mapped arrow files) are split between them instead of counted once per process,
+    as summing RSS would. The page cache of files written but not mapped does not count.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
         self.pid, self.interval, self.peak = pid, interval, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -144,9 +149,8 @@ class TreeMemory:
         return self.peak
 
     def _run(self) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
         while not self._stop.is_set():
-            self.peak = max(self.peak, sum(_rss_pages(pid) for pid in _tree(self.pid)) * page)
+            self.peak = max(self.peak, sum(_pss_bytes(pid) for pid in _tree(self.pid)))
             self._stop.wait(self.interval)
 
 
@@ -168,12 +172,15 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _rss_pages(pid: int) -> int:
+def _pss_bytes(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/statm") as file:
-            return int(file.read().split()[1])
+        with open(f"/proc/{pid}/smaps_rollup") as file:
+            for line in file:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
     except (OSError, IndexError, ValueError):
-        return 0
+        pass
+    return 0
 
 
 def file_sha256(path: Path) -> str:
@@ -194,7 +201,7 @@ def run_one(args: argparse.Namespace) -> None:
 
 def timed_run(name: str, args: argparse.Namespace, jsonl: Path, out: Path, cache_dir: Path
               ) -> tuple[float, int, dict[str, Any]]:
-    """(wall seconds, peak tree RSS in bytes, metadata) of one pipeline run in a subprocess."""
+    """(wall seconds, peak tree PSS in bytes, metadata) of one pipeline run in a subprocess."""
     command = [sys.executable, __file__, "--run-one", name, "--tokenizer", args.tokenizer, "--jsonl", str(jsonl),
                "--out", str(out), "--num-proc", str(args.num_proc), "--batch-size", str(args.batch_size),
                "--cache-dir", str(cache_dir), "unused"]
@@ -276,7 +283,7 @@ def main() -> None:
             print(f"round {round_index + 1}: " + ", ".join(f"{name} {elapsed:.1f} s" for name, elapsed in
                                                            this_round.items()), flush=True)
     print(f"\nall .bin files identical ({num_tokens:,} tokens, sha256 {reference[:16]}...)")
-    print(f"{'encoder':12s} {'median s':>9s} {'tokens/s':>12s} {'MB/s':>7s} {'peak RSS':>9s} "
+    print(f"{'encoder':12s} {'median s':>9s} {'tokens/s':>12s} {'MB/s':>7s} {'peak PSS':>9s} "
           f"{'its time / hf_bpe time':>23s}")
     for name in args.encoders:
         median = statistics.median(seconds[name])
