@@ -400,10 +400,8 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
         manifest = _start_manifest(out_dir, split, job, previous, documents_per_shard, num_rows)
         rows_per_shard = manifest.job["documents_per_shard"]
         num_shards = math.ceil(num_rows / rows_per_shard)
-        directory = manifest.directory
         todo = [index for index in range(num_shards)
-                if not (index in manifest.shards
-                        and shard_is_intact(directory / shard_name(index), manifest.shards[index], dtype.itemsize))]
+                if not _is_done(manifest, index, num_rows, dtype.itemsize)]
         for index in todo:
             manifest.shards.pop(index, None)
         _write_shards(ray, manifest, todo, blocks, block_rows, num_rows,
@@ -423,6 +421,15 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
         metadata["concatenated"] = concatenate_shards(out_dir, split, metadata).name
     write_text_atomically(out_dir / f"{split}.json", json.dumps(metadata, indent=2) + "\n")
     return metadata
+
+
+def _is_done(manifest: ShardManifest, index: int, num_rows: int, itemsize: int) -> bool:
+    """Whether shard `index` is recorded for the rows it must hold and its file still has the recorded checksum."""
+    record = manifest.shards.get(index)
+    rows = manifest.job["documents_per_shard"]
+    return (record is not None and record.first_row == index * rows
+            and record.num_documents == min(num_rows, (index + 1) * rows) - index * rows
+            and shard_is_intact(manifest.directory / shard_name(index), record, itemsize))
 
 
 def _resumable_manifest(out_dir: Path, split: str, job: dict[str, Any], documents_per_shard: int | None
