@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import sys
 import time
 from collections import Counter
@@ -177,6 +178,7 @@ def run_train(args: argparse.Namespace) -> int:
         counting_seconds = time.perf_counter() - start
         vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress)
         training_seconds = time.perf_counter() - start
+        peak_memory_mb = peak_memory_bytes() / 1e6
         if len(vocab) < args.vocab_size:
             print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
                   f"fewer than the {args.vocab_size} asked for", file=sys.stderr)
@@ -188,6 +190,7 @@ def run_train(args: argparse.Namespace) -> int:
             "distinct_pretokens": len(counts),
             "counting_seconds": round(counting_seconds, 3),
             "training_seconds": round(training_seconds, 3),
+            "peak_memory_mb": round(peak_memory_mb),
             "engine": args.engine,
             "num_workers": args.workers or default_num_workers(),
             "hardware": describe_hardware(),
@@ -206,7 +209,8 @@ def run_train(args: argparse.Namespace) -> int:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
     print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
-          f"{len(special_tokens)} special) in {training_seconds:.1f} s{replacement_note(training_info)}",
+          f"{len(special_tokens)} special) in {training_seconds:.1f} s ({len(counts):,} distinct pre-tokens counted "
+          f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB){replacement_note(training_info)}",
           file=sys.stderr)
     return 0
 
@@ -298,6 +302,12 @@ def minimum_output_bytes(vocab_size: int) -> int:
     """A floor on the size of a saved tokenizer directory: each token takes at least ~32 bytes over vocab.json,
     merges.txt and tokenizer.json (measured: 80-90), plus the small files. Less free space than this fails for sure."""
     return 32 * vocab_size + 16_384
+
+
+def peak_memory_bytes() -> int:
+    """The peak resident memory of this process or of its largest finished child (a counting worker), in bytes."""
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, kilobytes elsewhere
 
 
 def describe_hardware() -> str:

@@ -12,8 +12,8 @@ the ids written into a `.bin`), each in a fresh process, and every `.bin` must b
 
 The encoders alternate for `--repeat` rounds; reported per encoder: the median wall time of the whole pipeline,
 tokens/s, MB/s, the peak memory of the run's whole process tree (the main process plus the map workers, their
-proportional set sizes summed, sampled every 0.2 s), and the ratio of its time to hf_bpe's measured within the same round (the machine may be shared):
-hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
+proportional set sizes summed, sampled every 0.2 s), and the ratio of its time to hf_bpe's measured within the same
+round (the machine may be shared): hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
 """
 
 from __future__ import annotations
