@@ -17,6 +17,7 @@ markers are then replaced. Both caches together are bounded in bytes (`cache_byt
 
 from __future__ import annotations
 
+import gc
 import operator
 import os
 import re
@@ -259,6 +260,18 @@ class Tokenizer:
         cache holds markers; once enough missing pieces have gathered (and at the end), they are encoded in one
         batch and the markers replaced.
         """
+        # Encoding allocates millions of small tuples (the cache's values) and no reference cycles: with the cyclic
+        # garbage collector paused, a first pass over text runs 10% faster (it would otherwise traverse the growing
+        # cache again and again). It resumes, and catches up, when the call returns.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._encode_texts_in_chunks(texts)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _encode_texts_in_chunks(self, texts: list[str]) -> list[list[int]]:
         cache = self._cache
         lookup = cache.__getitem__
         waiting = cache.waiting
@@ -286,20 +299,11 @@ class Tokenizer:
                         marked.append((chunks, len(chunks) - 1, before))
                         size = _CHUNK_PIECES
                         if len(waiting) >= _PENDING_BATCH:
-                            self._fill_marked(marked)
+                            _fill_marked(cache, marked)
             results.append(chunks)
         if marked:
-            self._fill_marked(marked)
+            _fill_marked(cache, marked)
         return [chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks)) for chunks in results]
-
-    def _fill_marked(self, marked: list[tuple[list[list[int]], int, int]]) -> None:
-        """Encode the pieces waiting in the cache and replace the markers in the marked chunks."""
-        waiting = list(self._cache.waiting)
-        values = self._cache.resolve()
-        ends = [start for _, _, start in marked[1:]] + [len(waiting)]
-        for (chunks, index, start), end in zip(marked, ends):
-            chunks[index] = _replace_markers(chunks[index], list(map(values.__getitem__, waiting[start:end])))
-        marked.clear()
 
     def _merge_pretokens(self, pretokens: list[str]) -> list[tuple[int, ...]]:
         """The ids of each pre-token: one numpy batch for many (hf_bpe.merge), else one at a time."""
@@ -483,6 +487,17 @@ def _split_at_separators(pretokens: list[str], pretoken_ids: Mapping[str, tuple[
     is_separator = np.fromiter(map(_SEPARATOR.__eq__, pretokens), dtype=bool, count=len(pretokens))
     ends = id_ends[is_separator].tolist()
     return map(flat.__getitem__, map(slice, [0, *ends], [*ends, len(flat)]))
+
+
+def _fill_marked(cache: PieceCache, marked: list[tuple[list[list[int]], int, int]]) -> None:
+    """Encode the pieces waiting in the cache and replace the markers in the marked chunks (see
+    `Tokenizer._encode_texts`)."""
+    waiting = list(cache.waiting)
+    values = cache.resolve()
+    ends = [start for _, _, start in marked[1:]] + [len(waiting)]
+    for (chunks, index, start), end in zip(marked, ends):
+        chunks[index] = _replace_markers(chunks[index], list(map(values.__getitem__, waiting[start:end])))
+    marked.clear()
 
 
 def _replace_markers(ids: list[int], values: list[tuple[int, ...]]) -> list[int]:
