@@ -78,6 +78,7 @@ def ray_session(address: str | None, runtime_env: dict[str, Any] | None = None) 
         yield ray
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    check_reachable(address)
     try:
         ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING, log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError) as error:
@@ -87,6 +88,30 @@ def ray_session(address: str | None, runtime_env: dict[str, Any] | None = None) 
         yield ray
     finally:
         ray.shutdown()
+
+
+def check_reachable(address: str | None, timeout: float = 10.0) -> None:
+    """InputError when nothing listens at a `host:port` (or `ray://host:port`) address: Ray itself would retry for
+    minutes. Other forms (None, "auto", "local") are left to Ray.
+
+    >>> check_reachable("127.0.0.1:1")
+    Traceback (most recent call last):
+    ...
+    hf_bpe.errors.InputError: cannot reach the Ray cluster at 127.0.0.1:1 (Connection refused); start it with `ray start --head` or check --ray-address
+    """
+    import socket
+
+    if not address or ":" not in address:
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        raise InputError(f"--ray-address {address!r} is not host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise InputError(f"cannot reach the Ray cluster at {address} ({reason}); start it with `ray start --head` or "
+                         f"check --ray-address") from None
 
 
 def cluster_cpus(ray: Any) -> int:

@@ -289,3 +289,13 @@ def test_cli_train_and_tokenize_with_the_ray_engine_match_local(cluster, corpus,
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "data" / "train.bin").read_bytes() == local_array[0]
     assert np.asarray(load_tokens(tmp_path / "data", "train")).tobytes() == local_array[0]
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_2_before_any_output(tmp_path):
+    result = run_cli("train", str(FIXTURES / "corpus.en"), "--vocab-size", "300", "--engine", "ray", "--ray-address",
+                     "127.0.0.1:1", "--out", str(tmp_path / "tok"), "--no-progress")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "cannot reach the Ray cluster at 127.0.0.1:1 (Connection refused); start it with `ray start --head` or check "
+        "--ray-address")
+    assert "Traceback" not in result.stderr and not (tmp_path / "tok").exists()
