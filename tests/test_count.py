@@ -560,3 +560,29 @@ def test_strict_counting_leaves_stats_at_zero(tmp_path: Path) -> None:
     stats = CountStats()
     count_pretokens_in_files(write(tmp_path, "a.txt", b"fine text"), num_workers=1, stats=stats)
     assert stats == CountStats(0, None)
+
+
+class DyingTask:
+    """A task runner whose process dies without a word on its second task, as one killed for lack of memory."""
+
+    def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
+        if batch == ["die"]:
+            os._exit(3)
+        return len(batch)
+
+
+class FailingTask:
+    """A task runner that raises an unexpected error (a bug, not bad input)."""
+
+    def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
+        raise ZeroDivisionError("boom")
+
+
+def test_a_worker_that_dies_is_reported_and_the_others_are_stopped() -> None:
+    with pytest.raises(RuntimeError, match="a pre-token counting worker process died.*num_workers=1 counts in this"):
+        LocalCountingEngine(2).count(iter([["a"], ["die"]] + [["b"]] * 50), DyingTask(), [], RecordingBar())
+
+
+def test_an_unexpected_error_in_a_worker_is_reported_with_its_traceback() -> None:
+    with pytest.raises(RuntimeError, match="(?s)a pre-token counting worker failed:.*ZeroDivisionError: boom"):
+        LocalCountingEngine(2).count([["a"], ["b"]], FailingTask(), [], RecordingBar())
