@@ -1,7 +1,11 @@
-"""GPT-2 pre-tokenization: the regex, special-token splitting and provably safe split points.
+"""GPT-2 pre-tokenization: the pattern with pinned character classes, special-token splitting and safe split points.
+
+The pattern's letters, numbers and whitespace are those of `tokenizers` and tiktoken (Unicode UNICODE_VERSION, from the
+generated hf_bpe.unicode_classes), not those of the installed `regex` module, so hf_bpe pre-tokenizes as they do on
+every code point (tests/test_unicode_exhaustive.py). Every pattern here is built from those classes.
 
 Three facts about the GPT-2 pattern make the fast paths here exact (tests/test_pretokenize.py checks them against
-the plain regex on adversarial text):
+the plain pattern on adversarial text):
 
 1. A position holding U+0020 SPACE that is followed by a character the pattern does not count as whitespace is
    always a pre-token boundary, and the pre-tokens on either side do not depend on the text across it. So text can be
@@ -24,14 +28,13 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
-import regex
 
 from hf_bpe.unicode_classes import LETTER_RANGES, NUMBER_RANGES, UNICODE_VERSION, WHITESPACE_RANGES
 
 __all__ = [
     "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
     "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "split_at_safe_spaces", "split_into_pieces",
-    "special_tokens_regex", "split_keeping_special_tokens", "split_on_special_tokens", "validate_special_tokens",
+    "validate_special_tokens",
 ]
 
 # The canonical GPT-2 pattern, as GPT-2, `tokenizers` and tiktoken spell it (tiktoken twins use this text). hf_bpe
@@ -295,39 +298,6 @@ class SpecialTokenSplitter:
         if self._pattern is None:
             return iter(())
         return self._pattern.finditer(text, pos)
-
-
-def special_tokens_regex(special_tokens: Sequence[str] | None) -> regex.Pattern[str] | None:
-    """A regex matching any special token, longest first so that overlapping tokens resolve to the longest one.
-
-    Returns None when there are no special tokens.
-    """
-    if not special_tokens:
-        return None
-    ordered = sorted(set(special_tokens), key=lambda token: (-len(token), token))
-    return regex.compile("|".join(regex.escape(token) for token in ordered))
-
-
-def split_on_special_tokens(text: str, special_regex: regex.Pattern[str] | None) -> list[str]:
-    """Split text into documents at special-token occurrences, dropping the special tokens.
-
-    >>> split_on_special_tokens("a<|endoftext|>b", special_tokens_regex(["<|endoftext|>"]))
-    ['a', 'b']
-    """
-    if special_regex is None:
-        return [text]
-    return special_regex.split(text)
-
-
-def split_keeping_special_tokens(text: str, special_regex: regex.Pattern[str] | None) -> list[str]:
-    """Split text at special-token occurrences, keeping them: odd indices hold the special tokens.
-
-    >>> split_keeping_special_tokens("a<|endoftext|>b", special_tokens_regex(["<|endoftext|>"]))
-    ['a', '<|endoftext|>', 'b']
-    """
-    if special_regex is None:
-        return [text]
-    return regex.split(f"({special_regex.pattern})", text)
 
 
 def validate_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
