@@ -276,12 +276,12 @@ class _CountingWorker:
             return 0, str(error)
 
     def finish(self) -> str | None:
-        """Convert the pieces to pre-token counts (and free them); an error message, or None."""
+        """Convert the pieces to pre-token counts (the counter hands them over and is empty after); an error
+        message, or None."""
         try:
             self.counts = self.counter.pretoken_counts()
         except InputError as error:
             return str(error)
-        self.counter = PieceCounter()
         return None
 
     def take(self) -> Counter[bytes]:
