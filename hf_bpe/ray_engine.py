@@ -381,8 +381,9 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
     The dataset is named as for `hf_bpe.data.tokenize_dataset`: Parquet and JSON-lines files (`--dataset parquet|json
     --data-files ...`, or one such file) are read by Ray Data on the workers; a `save_to_disk` directory, a Hub name or
     another builder is loaded with `datasets` and handed to Ray Data as Arrow tables (as `ray.data.from_huggingface`
-    does), from the driver. Paths must be readable
-    by every node (shared filesystem or URLs), and `out_dir` must be a shared directory: workers write the shards.
+    does), from the driver. The rows are read into the object store (spilled to disk past its memory) before encoding
+    starts. Paths must be readable by every node (shared filesystem or URLs), and `out_dir` must be a shared
+    directory: workers write the shards.
 
     Shard k holds documents [k * R, (k + 1) * R) with R = `documents_per_shard` (default: the split cut into about 64
     shards, at most 100,000 documents each), so the concatenated shards equal the single-machine `.bin`. Progress is
