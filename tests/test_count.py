@@ -586,3 +586,11 @@ def test_a_worker_that_dies_is_reported_and_the_others_are_stopped() -> None:
 def test_an_unexpected_error_in_a_worker_is_reported_with_its_traceback() -> None:
     with pytest.raises(RuntimeError, match="(?s)a pre-token counting worker failed:.*ZeroDivisionError: boom"):
         LocalCountingEngine(2).count([["a"], ["b"]], FailingTask(), [], RecordingBar())
+
+
+def test_surrogates_become_what_the_encoder_makes_of_them() -> None:
+    from hf_bpe.encode import Tokenizer
+
+    tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    for text in SURROGATE_TEXTS:
+        assert tokenizer.decode(tokenizer.encode(text)) == hf_bpe.count.replace_surrogates(text)
