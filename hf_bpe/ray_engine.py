@@ -400,7 +400,7 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
     if documents_per_shard is not None and documents_per_shard < 1:
         raise InputError(f"documents_per_shard must be at least 1, got {documents_per_shard}")
     out_dir = Path(out_dir)
-    check_output_split(out_dir, split, force or resume)
+    check_output_split(out_dir, split, force=True)  # the split is a file name; what exists is checked below
     tokenizer_dir = Path(tokenizer_dir)
     tokenizer_hash = tokenizer_directory_hash(tokenizer_dir)
     vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
@@ -417,6 +417,8 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
            "append_eot": append_eot, "allow_special": allow_special, "dtype": dtype.name}
     encoder = HFBPEEncoder(vocab, merges, special_tokens if allow_special else ())
     previous = _resumable_manifest(out_dir, split, job, documents_per_shard) if resume else None
+    if previous is None:  # a new run (--resume with nothing to resume too) replaces a written split only with force
+        check_output_split(out_dir, split, force)
 
     with ray_session(ray_address) as ray:
         blocks, block_rows = _read_blocks(ray, source)
@@ -642,7 +644,7 @@ def _write_shards(ray: Any, manifest: ShardManifest, todo: list[int], blocks: li
             yield (index, str(manifest.directory / shard_name(index)), first,
                    [(start, stop) for _, start, stop in pieces], *(blocks[block] for block, _, _ in pieces))
 
-    last_save = time.monotonic()
+    last_save = 0.0  # the first finished shard is recorded at once, later ones every _MANIFEST_SAVE_SECONDS
     with tqdm(total=num_rows, initial=num_rows - sum(min(num_rows, (i + 1) * rows) - i * rows for i in todo),
               desc=f"tokenizing {manifest.directory.name}", unit="doc", disable=not progress) as bar:
 
@@ -653,7 +655,7 @@ def _write_shards(ray: Any, manifest: ShardManifest, todo: list[int], blocks: li
             bar.update(shard.num_documents)
             if time.monotonic() - last_save > _MANIFEST_SAVE_SECONDS:
                 manifest.save()
-                last_save = time.monotonic()
+                last_save = 0.0  # the first finished shard is recorded at once, later ones every _MANIFEST_SAVE_SECONDS
 
         try:
             errors = _dispatch(ray, actors, "write", calls(), record)

@@ -221,6 +221,15 @@ def test_a_failed_run_leaves_nothing_finished_and_resume_redoes_only_missing_sha
         tokenize_dataset_ray(tokenizer_dir, "json", out, resume=True, append_eot=False, **options)
 
 
+def test_resume_with_nothing_to_resume_does_not_replace_a_written_split(tokenizer_dir, local_array, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "train.bin").write_bytes(local_array[0])  # as the local engine leaves it
+    with pytest.raises(InputError, match="already written"):  # refused before connecting to any cluster
+        tokenize_dataset_ray(tokenizer_dir, "json", out, data_files=["unused.jsonl"], resume=True, progress=False)
+    assert (out / "train.bin").read_bytes() == local_array[0]
+
+
 def test_a_missing_text_column_is_named(cluster, tokenizer_dir, tmp_path):
     source = tmp_path / "docs.jsonl"
     source.write_text('{"body": "x"}\n', encoding="utf-8")
@@ -231,7 +240,7 @@ def test_a_missing_text_column_is_named(cluster, tokenizer_dir, tmp_path):
 
 
 def test_ctrl_c_keeps_the_finished_shards_for_resume(cluster, tokenizer_dir, tmp_path):
-    documents = [f"document {index} " + "with some words to encode " * 40 for index in range(3000)]
+    documents = [f"document {index} " + "with some words to encode " * 60 for index in range(3000)]
     source = write_jsonl(tmp_path / "docs.jsonl", documents)
     out = tmp_path / "out"
     command = ["tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset", "json", "--data-files",
