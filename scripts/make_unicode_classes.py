@@ -49,6 +49,10 @@ VERSION_SENTINELS: dict[str, tuple[int, ...]] = {
 # Separator, class name, in probing order: each probe classifies the code points the earlier probes left.
 PROBES = (("!", "other"), ("a", "letters"), ("1", "numbers"), ("\n", "whitespace"))
 
+class ProbeError(Exception):
+    """The libraries' classes cannot be read or trusted; main() prints it on one line and exits with status 2."""
+
+
 Classes = dict[str, list[int]]
 JoinProbe = Callable[[str, Sequence[int]], np.ndarray]
 
@@ -108,7 +112,7 @@ def classify(joins: JoinProbe) -> Classes:
         classes[name] = members.tolist()
         remaining = probed[~joined]
     if len(remaining):
-        raise SystemExit(f"make_unicode_classes: {len(remaining)} code points in no class, first U+{remaining[0]:04X}")
+        raise ProbeError(f"{len(remaining)} code points in no class, first U+{remaining[0]:04X}")
     return classes
 
 
@@ -121,10 +125,10 @@ def unicode_version(letters: Iterable[int]) -> str:
               if not any(code_point in letter_set for code_point in sentinels)]
     versions = list(VERSION_SENTINELS)
     if not present or present != versions[:len(present)] or absent != versions[len(present):]:
-        raise SystemExit(f"make_unicode_classes: cannot tell the Unicode version (sentinels of {present} present, "
+        raise ProbeError(f"cannot tell the Unicode version (sentinels of {present} present, "
                          f"of {absent} absent); extend VERSION_SENTINELS")
     if not absent:
-        raise SystemExit(f"make_unicode_classes: newer than Unicode {present[-1]}; add the next version's sentinels")
+        raise ProbeError(f"newer than Unicode {present[-1]}; add the next version's sentinels")
     return present[-1]
 
 
@@ -186,15 +190,18 @@ WHITESPACE_RANGES = {string_literal(ranges_text(classes["whitespace"]))}
 
 def generate() -> str:
     """Probe both libraries, check that they agree, and return the module text."""
-    import tiktoken
-    import tokenizers
+    try:
+        import tiktoken
+        import tokenizers
+    except ImportError as error:
+        raise ProbeError(f"{error.name} is needed to probe its classes: pip install tokenizers tiktoken") from None
 
     classes = classify(joins_with_tokenizers)
     tiktoken_classes = classify(joins_with_tiktoken)
     for name, code_points in classes.items():
         differ = sorted(set(code_points) ^ set(tiktoken_classes[name]))
         if differ:
-            raise SystemExit(f"make_unicode_classes: tokenizers and tiktoken disagree on {name} for {len(differ)} "
+            raise ProbeError(f"tokenizers and tiktoken disagree on {name} for {len(differ)} "
                              f"code points, first U+{differ[0]:04X}")
     version = unicode_version(classes["letters"])
     return module_source(classes, version, tokenizers.__version__, tiktoken.__version__)
@@ -209,22 +216,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="module to write or check (default: %(default)s)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    source = generate()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+    try:
+        return _check_or_write(generate(), args.output, args.check, started)
+    except (ProbeError, OSError) as error:
+        print(f"make_unicode_classes: {error}", file=sys.stderr)
+        return 2
+
+
+def _check_or_write(source: str, output: Path, check: bool, started: float) -> int:
+    """Compare `source` with `output` (1 if it differs) or write it atomically (temporary file and rename)."""
+    if check:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
         if current != source:
             sys.stdout.writelines(difflib.unified_diff(current.splitlines(keepends=True),
-                                                       source.splitlines(keepends=True), str(args.output),
+                                                       source.splitlines(keepends=True), str(output),
                                                        "regenerated", n=0))
-            print(f"make_unicode_classes: {args.output} is out of date for the installed tokenizers/tiktoken; "
+            print(f"make_unicode_classes: {output} is out of date for the installed tokenizers/tiktoken; "
                   "run scripts/make_unicode_classes.py and commit it", file=sys.stderr)
             return 1
-        print(f"make_unicode_classes: {args.output} is current ({time.perf_counter() - started:.1f} s)")
+        print(f"make_unicode_classes: {output} is current ({time.perf_counter() - started:.1f} s)")
         return 0
-    temporary = args.output.with_name(args.output.name + ".tmp")
+    temporary = output.with_name(output.name + ".tmp")
     temporary.write_text(source, encoding="utf-8")
-    temporary.replace(args.output)
-    print(f"make_unicode_classes: wrote {args.output} ({time.perf_counter() - started:.1f} s)")
+    temporary.replace(output)
+    print(f"make_unicode_classes: wrote {output} ({time.perf_counter() - started:.1f} s)")
     return 0
 
 
