@@ -77,6 +77,10 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         encoder, ordinary = _read_model(vocab_file, merges_file, vocab, merges, tokenizer_file)
         self._set_model(encoder, ordinary)
         self.errors = errors
+        self.add_prefix_space = False  # like GPT2Tokenizer's attribute (True is refused above)
+        # A directory re-saved by the fast class says backend "tokenizers": we are not one (no Encoding objects,
+        # so no `sequence_ids()`); transformers 5 marks Python tokenizers "custom".
+        kwargs.pop("backend", None)
         self._ready = False
         named = {name: (ENDOFTEXT if ENDOFTEXT in encoder else None) if value is _GPT2_DEFAULT else value
                  for name, value in (("unk_token", unk_token), ("bos_token", bos_token), ("eos_token", eos_token))}

@@ -580,6 +580,9 @@ def test_a_directory_resaved_by_the_fast_class_loads(directory: Path, tmp_path: 
     assert not (tmp_path / "vocab.json").exists()
     ours = HFBPETokenizer.from_pretrained(tmp_path)
     assert ours.get_vocab() == fast.get_vocab()
+    # The fast class writes backend "tokenizers" into the config: we must not claim it (no sequence_ids()).
+    assert getattr(ours, "backend", "custom") != "tokenizers"
+    assert ours.add_prefix_space is False
     texts = TEXTS + ["say hello world"]
     assert ours(texts)["input_ids"] == fast(texts)["input_ids"]
 
