@@ -15,15 +15,15 @@ checked and widened by the token's flags:
 transformers' slow base class decides `single_word` by spaces only; this module lets `HFBPETokenizer` match the fast
 tokenizer instead (tests compare them on random text).
 
->>> splitter = AddedTokenSplitter({7: AddedTokenFlags("ab", single_word=True), 8: AddedTokenFlags("<s>", lstrip=True)})
+>>> splitter = AddedTokenSplitter([AddedTokenSpec(7, "ab", single_word=True), AddedTokenSpec(8, "<s>", lstrip=True)])
 >>> splitter.split("xab ab  <s>!")
 [(0, 4, None), (4, 6, 7), (6, 11, 8), (11, 12, None)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 import regex
 
@@ -35,9 +35,10 @@ _LEADING_SPACE = regex.compile(r"\p{White_Space}*")
 Segment = tuple[int, int, "int | None"]
 
 
-class AddedTokenFlags(NamedTuple):
-    """What matching needs to know of an added token."""
+class AddedTokenSpec(NamedTuple):
+    """A token added to a tokenizer (`tok.add_tokens`, special tokens), with its id and transformers' flags."""
 
+    id: int
     content: str
     special: bool = False
     single_word: bool = False
@@ -45,19 +46,19 @@ class AddedTokenFlags(NamedTuple):
     rstrip: bool = False
     normalized: bool = False
 
-    @property
-    def plain(self) -> bool:
-        return not (self.single_word or self.lstrip or self.rstrip)
+    def as_json(self) -> dict[str, Any]:
+        """The entry of `added_tokens_decoder` / `tokenizer.json`'s `added_tokens` (without the id)."""
+        return {"content": self.content, "lstrip": self.lstrip, "normalized": self.normalized,
+                "rstrip": self.rstrip, "single_word": self.single_word, "special": self.special}
 
 
 class _Pass:
     """One leftmost-longest scan over a set of tokens."""
 
-    def __init__(self, tokens: Mapping[int, AddedTokenFlags]) -> None:
-        self.ids = {token.content: token_id for token_id, token in tokens.items()}
-        self.flags = {token.content: token for token in tokens.values()}
+    def __init__(self, tokens: Iterable[AddedTokenSpec]) -> None:
+        self.flags = {token.content: token for token in tokens}
         # Longest first: at a given start, the regex takes the first alternative that matches, i.e. the longest.
-        contents = sorted(self.ids, key=lambda content: (-len(content), content))
+        contents = sorted(self.flags, key=lambda content: (-len(content), content))
         self.pattern = regex.compile("|".join(map(regex.escape, contents))) if contents else None
 
     def split(self, text: str, start: int, stop: int, skip_special: bool) -> list[Segment]:
@@ -79,7 +80,7 @@ class _Pass:
                 end = _LEADING_SPACE.match(text, end, stop).end()  # type: ignore[union-attr]
             if begin > offset:
                 segments.append((offset, begin, None))
-            segments.append((begin, end, self.ids[token.content]))
+            segments.append((begin, end, token.id))
             offset = end
         if offset < stop or not segments:
             segments.append((offset, stop, None))
@@ -89,9 +90,9 @@ class _Pass:
 class AddedTokenSplitter:
     """Splits text into added tokens and the text between them, as `tokenizers` does (see the module docstring)."""
 
-    def __init__(self, tokens: Mapping[int, AddedTokenFlags]) -> None:
-        self.tokens = dict(tokens)
-        self._passes = [_Pass({token_id: token for token_id, token in tokens.items() if token.normalized == normalized})
+    def __init__(self, tokens: Iterable[AddedTokenSpec]) -> None:
+        self.tokens = list(tokens)
+        self._passes = [_Pass(token for token in self.tokens if token.normalized == normalized)
                         for normalized in (False, True)]
 
     def __bool__(self) -> bool:
@@ -113,4 +114,4 @@ class AddedTokenSplitter:
         return segments
 
 
-__all__ = ["AddedTokenFlags", "AddedTokenSplitter"]
+__all__ = ["AddedTokenSpec", "AddedTokenSplitter"]

@@ -22,12 +22,13 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from hf_bpe.errors import InputError
 from hf_bpe.files import write_text_atomically
 from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab, save_gpt2, str_to_token, token_to_str,\
     unicode_to_bytes
+from hf_bpe.hf_added_tokens import AddedTokenSpec
 from hf_bpe.pretokenize import validate_special_tokens
 
 ENDOFTEXT = "<|endoftext|>"
@@ -129,23 +130,6 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     write_text_atomically(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
     write_minimal_card(directory, len(vocab) + len(added_tokens), len(merges), special_tokens)
     return directory
-
-
-class AddedTokenSpec(NamedTuple):
-    """A token added after training (`tok.add_tokens`), with its id and transformers' matching flags."""
-
-    id: int
-    content: str
-    special: bool = False
-    single_word: bool = False
-    lstrip: bool = False
-    rstrip: bool = False
-    normalized: bool = False
-
-    def as_json(self) -> dict[str, Any]:
-        """The entry of `added_tokens_decoder` / `tokenizer.json`'s `added_tokens` (without the id)."""
-        return {"content": self.content, "lstrip": self.lstrip, "normalized": self.normalized,
-                "rstrip": self.rstrip, "single_word": self.single_word, "special": self.special}
 
 
 def _check_added_token_ids(vocab: dict[int, bytes], added_tokens: Sequence[AddedTokenSpec]) -> None:

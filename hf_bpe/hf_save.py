@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +117,15 @@ class DirectorySaving:
                 if token_id in self._base_vocab]
 
     def _added_tokens_beyond_base_vocab(self) -> list[AddedTokenSpec]:
+        return self._added_token_specs(token_id for token_id in self._added_tokens_decoder  # type: ignore
+                                       if token_id not in self._base_vocab)
+
+    def _added_token_specs(self, token_ids: Iterable[int]) -> list[AddedTokenSpec]:
+        """The added tokens of these ids (transformers' AddedToken objects) as AddedTokenSpec, in id order."""
+        decoder = self._added_tokens_decoder  # type: ignore[attr-defined]
         return [AddedTokenSpec(token_id, token.content, special=token.special, single_word=token.single_word,
                                lstrip=token.lstrip, rstrip=token.rstrip, normalized=token.normalized)
-                for token_id, token in sorted(self._added_tokens_decoder.items())  # type: ignore[attr-defined]
-                if token_id not in self._base_vocab]
+                for token_id, token in sorted((token_id, decoder[token_id]) for token_id in token_ids)]
 
 
 def _check_chat_template_names(templates: Any) -> None:

@@ -34,7 +34,7 @@ from transformers.utils import PaddingStrategy, TensorType
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import unicode_to_bytes
-from hf_bpe.hf_added_tokens import AddedTokenFlags, AddedTokenSplitter
+from hf_bpe.hf_added_tokens import AddedTokenSpec, AddedTokenSplitter
 from hf_bpe.hf_encode import (
     EncodedText,
     EncodeOptions,
@@ -207,10 +207,7 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         """Rebuild the decoder of added tokens and the splitter that finds them, with the ids the base class gave."""
         added = self._added_tokens_decoder
         self._tables.set_added_tokens([(token_id, token.content) for token_id, token in added.items()])
-        self._added_splitter = AddedTokenSplitter({
-            token_id: AddedTokenFlags(token.content, special=token.special, single_word=token.single_word,
-                                      lstrip=token.lstrip, rstrip=token.rstrip, normalized=token.normalized)
-            for token_id, token in added.items()})
+        self._added_splitter = AddedTokenSplitter(self._added_token_specs(added.keys()))
 
     def tokenize(self, text: str, *args: Any, **kwargs: Any) -> list[str]:
         """The tokens of `text`, added tokens found as the fast tokenizer finds them (see hf_added_tokens)."""
