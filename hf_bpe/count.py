@@ -53,7 +53,12 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 
 from hf_bpe.errors import InputError
 from hf_bpe.files import PathArg, check_input_files, find_invalid_utf8, read_text
-from hf_bpe.parallel import default_num_workers, multiprocessing_context, progress_bar
+from hf_bpe.parallel import (
+    default_num_workers,
+    leave_interrupts_to_the_parent,
+    multiprocessing_context,
+    progress_bar,
+)
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
@@ -444,10 +449,17 @@ class _WorkerProcesses:
             while self.finished < len(self.processes):
                 self._handle_messages()
         finally:
+            stopped_early = self.finished < len(self.processes)
             for process in self.processes:
-                if process.is_alive() and self.finished < len(self.processes):
+                if process.is_alive() and stopped_early:
                     process.terminate()
                 process.join()
+            if stopped_early:  # tasks may be left in the queue: do not wait to flush them to no reader
+                self.task_queue.cancel_join_thread()
+            # Stop the queue's feeder thread now: a thread left running would make the next pool spawn, not fork.
+            for channel in (self.task_queue, self.result_queue):
+                channel.close()
+                channel.join_thread()
         if self.errors:
             raise InputError(self.errors[min(self.errors)])
         return self.total
@@ -492,6 +504,7 @@ class _WorkerProcesses:
 
 def _worker_main(run: Callable[[PieceCounter, Any], int], special_tokens: list[str], task_queue: Any,
                  result_queue: Any, first_error_index: Any) -> None:
+    leave_interrupts_to_the_parent()
     try:
         counter = PieceCounter(special_tokens)
         failed = False

@@ -25,6 +25,7 @@ import multiprocessing
 import multiprocessing.context
 import multiprocessing.pool
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -63,7 +64,8 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
     """A pool of `num_workers` processes from `multiprocessing_context()`; in each, `worker_state()` is `state`.
 
     `state` reaches each worker once (inherited with "fork", pickled once per worker with "spawn"). On normal exit
-    the pool is closed and joined; on an exception (or Ctrl-C) its workers are terminated.
+    the pool is closed and joined; on an exception (or Ctrl-C, which the workers leave to this process) its workers
+    are terminated.
     """
     pool = multiprocessing_context().Pool(num_workers, initializer=_set_worker_state, initargs=(state,))
     try:
@@ -121,9 +123,16 @@ def _other_threads() -> list[threading.Thread]:
             if thread is not current and not isinstance(thread, monitor_class)]
 
 
+def leave_interrupts_to_the_parent() -> None:
+    """In a worker process: ignore Ctrl-C (SIGINT, sent to the whole process group), so that only the parent handles
+    it, stopping its workers, instead of every worker printing a KeyboardInterrupt traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _set_worker_state(state: Any) -> None:
     global _worker_state
     _worker_state = state
+    leave_interrupts_to_the_parent()
 
 
 def _add_offset(value: int) -> int:
@@ -131,4 +140,5 @@ def _add_offset(value: int) -> int:
     return value + worker_state()["offset"]
 
 
-__all__ = ["default_num_workers", "multiprocessing_context", "process_pool", "progress_bar", "worker_state"]
+__all__ = ["default_num_workers", "leave_interrupts_to_the_parent", "multiprocessing_context", "process_pool",
+           "progress_bar", "worker_state"]

@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -242,8 +243,10 @@ def test_two_workers_many_files_tiny_chunks_match_reference(tmp_path: Path, spec
     expected = reference_counts(texts, special_tokens)
     pools = []
     monkeypatch.setattr(hf_bpe.count, "_WorkerProcesses", lambda *args: pools.append(args) or WorkerProcesses(*args))
+    threads = threading.active_count()
     assert count_pretokens_in_files(paths, special_tokens, num_workers=2, chunk_bytes=61) == expected
     assert [num_workers for _, _, num_workers in pools] == [2]
+    assert threading.active_count() == threads  # no queue thread left behind: the next pool can fork
     assert count_pretokens_in_files(paths, special_tokens, num_workers=1, chunk_bytes=16) == expected
 
 

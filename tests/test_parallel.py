@@ -156,3 +156,45 @@ def test_forkserver_runs_the_body_of_an_unguarded_script_again(tmp_path: Path) -
     result = run_script(tmp_path, code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("body ran") >= 2 and "[1]" in result.stdout
+
+
+@pytest.mark.parametrize("work", ["count", "pool"])
+def test_ctrl_c_stops_the_workers_with_one_interrupt_in_the_parent_only(tmp_path: Path, work: str) -> None:
+    import signal
+    import time
+
+    code = f"""
+        import sys, time
+        from hf_bpe.count import count_pretokens_in_iterator
+        from hf_bpe.parallel import process_pool
+        def texts():
+            print("started", flush=True)
+            while True:
+                yield "some text, it's long enough " * 2000
+        try:
+            if {work!r} == "count":
+                count_pretokens_in_iterator(texts(), num_workers=2, progress=False)
+            else:
+                with process_pool(2, None) as pool:
+                    print("started", flush=True)
+                    pool.map(time.sleep, [60, 60])
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+    """
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(code))
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True)
+    assert child.stdout is not None
+    assert child.stdout.readline() == "started\n"
+    time.sleep(2)  # the workers are running
+    os.killpg(child.pid, signal.SIGINT)  # as Ctrl-C in a terminal: to the whole process group
+    try:
+        stdout, stderr = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # a hang: leave no process behind
+        child.communicate()
+        raise
+    assert child.returncode == 130 and stdout == "interrupted\n"
+    assert "KeyboardInterrupt" not in stderr and "Traceback" not in stderr, stderr
