@@ -327,15 +327,18 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
         raise missing_column_error(flatten.text_column, data.column_names)
     data = data.select_columns([flatten.text_column])
     # The cache files live in this run's work directory, so no reuse is possible or wanted; a given fingerprint spares
-    # datasets from hashing the encoder (a dill pickle of the whole vocab).
+    # datasets from hashing the encoder (a dill pickle of the whole vocab). Each output row holds a whole batch's ids,
+    # so rows are written as they come (writer_batch_size=1) and read back one at a time: the default of 1,000 rows
+    # would keep a worker's whole output in memory.
     with _interrupts_in_this_process_only():
         mapped = data.map(flatten, batched=True, batch_size=batch_size, with_indices=True,
                           num_proc=num_proc if num_proc > 1 and len(data) > 1 else None,
                           remove_columns=data.column_names, cache_file_name=str(work_dir / "ids.arrow"),
-                          load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing")
+                          writer_batch_size=1, load_from_cache_file=False, new_fingerprint=fingerprint,
+                          desc="tokenizing")
     ids_column = mapped.with_format("arrow")
     with progress_bar(progress, total=len(mapped), desc=f"writing {Path(file.name).name}", unit="batch") as bar:
-        for table in ids_column.iter(batch_size=16):
+        for table in ids_column.iter(batch_size=1):
             for chunk in table.column("ids").chunks:
                 ids = chunk.flatten().to_numpy(zero_copy_only=False).astype(flatten.dtype, copy=False)
                 file.write(memoryview(ids))

@@ -12,7 +12,7 @@ the ids written into a `.bin`), each in a fresh process, and every `.bin` must b
 
 The encoders alternate for `--repeat` rounds; reported per encoder: the median wall time of the whole pipeline,
 tokens/s, MB/s, the peak memory of the run's whole process tree (the main process plus the map workers, their
-proportional set sizes summed, sampled every 0.2 s), and the ratio of its time to hf_bpe's measured within the same
+proportional set sizes summed, sampled every 0.2 s; in brackets without the memory-mapped arrow files), and the ratio of its time to hf_bpe's measured within the same
 round (the machine may be shared): hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
 """
 
@@ -130,27 +130,31 @@ def jsonl_stats(path: Path) -> tuple[int, int]:
 
 
 class TreeMemory:
-    """Samples the memory of a process and all its descendants (from /proc) in a thread; `peak` in bytes.
+    """Samples the memory of a process and all its descendants (from /proc) in a thread: `peak` and `peak_anonymous`
+    in bytes.
 
     Each process counts its proportional set size (PSS): pages shared between the map workers and their parent
     (copy-on-write after fork, memory-mapped arrow files) are split between them instead of counted once per process,
-    as summing RSS would. The page cache of files written but not mapped does not count.
+    as summing RSS would. `peak_anonymous` leaves out file-backed pages (the memory-mapped arrow files, which the
+    kernel can drop and read again): it is the memory the run really holds.
     """
 
     def __init__(self, pid: int, interval: float = 0.2) -> None:
-        self.pid, self.interval, self.peak = pid, interval, 0
+        self.pid, self.interval, self.peak, self.peak_anonymous = pid, interval, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def stop(self) -> int:
+    def stop(self) -> tuple[int, int]:
         self._stop.set()
         self._thread.join()
-        return self.peak
+        return self.peak, self.peak_anonymous
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, sum(_pss_bytes(pid) for pid in _tree(self.pid)))
+            sizes = [_pss_bytes(pid) for pid in _tree(self.pid)]
+            self.peak = max(self.peak, sum(total for total, _ in sizes))
+            self.peak_anonymous = max(self.peak_anonymous, sum(anonymous for _, anonymous in sizes))
             self._stop.wait(self.interval)
 
 
@@ -172,15 +176,18 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _pss_bytes(pid: int) -> int:
+def _pss_bytes(pid: int) -> tuple[int, int]:
+    """(PSS, anonymous PSS) of a process in bytes, from /proc/PID/smaps_rollup; zeros once it has exited."""
+    fields = {}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as file:
             for line in file:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
+                name, _, value = line.partition(":")
+                if name in ("Pss", "Pss_Anon"):
+                    fields[name] = int(value.split()[0]) * 1024
     except (OSError, IndexError, ValueError):
         pass
-    return 0
+    return fields.get("Pss", 0), fields.get("Pss_Anon", 0)
 
 
 def file_sha256(path: Path) -> str:
@@ -200,8 +207,8 @@ def run_one(args: argparse.Namespace) -> None:
 
 
 def timed_run(name: str, args: argparse.Namespace, jsonl: Path, out: Path, cache_dir: Path
-              ) -> tuple[float, int, dict[str, Any]]:
-    """(wall seconds, peak tree PSS in bytes, metadata) of one pipeline run in a subprocess."""
+              ) -> tuple[float, tuple[int, int], dict[str, Any]]:
+    """(wall seconds, (peak tree PSS, peak anonymous PSS) in bytes, metadata) of one pipeline run in a subprocess."""
     command = [sys.executable, __file__, "--run-one", name, "--tokenizer", args.tokenizer, "--jsonl", str(jsonl),
                "--out", str(out), "--num-proc", str(args.num_proc), "--batch-size", str(args.batch_size),
                "--cache-dir", str(cache_dir), "unused"]
@@ -261,7 +268,7 @@ def main() -> None:
 
         seconds: dict[str, list[float]] = {name: [] for name in args.encoders}
         ratios: dict[str, list[float]] = {name: [] for name in args.encoders}
-        peaks: dict[str, list[int]] = {name: [] for name in args.encoders}
+        peaks: dict[str, list[tuple[int, int]]] = {name: [] for name in args.encoders}
         reference, num_tokens = None, 0
         for round_index in range(args.repeat):
             order = list(args.encoders) if round_index % 2 == 0 else list(reversed(args.encoders))
@@ -283,12 +290,14 @@ def main() -> None:
             print(f"round {round_index + 1}: " + ", ".join(f"{name} {elapsed:.1f} s" for name, elapsed in
                                                            this_round.items()), flush=True)
     print(f"\nall .bin files identical ({num_tokens:,} tokens, sha256 {reference[:16]}...)")
-    print(f"{'encoder':12s} {'median s':>9s} {'tokens/s':>12s} {'MB/s':>7s} {'peak PSS':>9s} "
+    print(f"{'encoder':12s} {'median s':>9s} {'tokens/s':>12s} {'MB/s':>7s} {'peak PSS (anonymous)':>21s} "
           f"{'its time / hf_bpe time':>23s}")
     for name in args.encoders:
         median = statistics.median(seconds[name])
         print(f"{name:12s} {median:9.1f} {num_tokens / median:12,.0f} {num_bytes / 1e6 / median:7.2f} "
-              f"{max(peaks[name]) / 1e9:6.2f} GB {statistics.median(ratios[name]):23.2f}")
+              f"{max(total for total, _ in peaks[name]) / 1e9:6.2f} GB "
+              f"({max(anonymous for _, anonymous in peaks[name]) / 1e9:.2f} GB) "
+              f"{statistics.median(ratios[name]):15.2f}")
 
 
 if __name__ == "__main__":
