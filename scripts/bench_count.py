@@ -4,9 +4,11 @@
                                   [--iterator]
 
 Each run is a fresh Python process (`count_pretokens_in_files` with each worker count in turn, alternating,
-`--rounds` times), so that its peak memory is its own: the peak resident memory of the whole process tree (the
-counting process and its workers, summed, sampled every 20 ms from /proc) is printed beside the median seconds,
-MB/s and CPU seconds (all processes: on a shared machine they say more than wall time). `--iterator` also runs
+`--rounds` times), so that its peak memory is its own: the peak memory of the whole process tree (the counting
+process and its workers, summed, sampled every 50 ms from /proc) is printed beside the median seconds,
+MB/s and CPU seconds (all processes: on a shared machine they say more than wall time). The peak is given as RSS,
+which counts the pages a forked worker shares with its parent once per process, and as PSS, which divides them
+among the processes sharing them (the memory the tree really holds). `--iterator` also runs
 `count_pretokens_in_iterator` over the corpus streamed as a `datasets.IterableDataset` of lines (each line a text, so
 its counts differ from the files' where a pre-token spans lines), to show that counting a stream is bounded too.
 `--reference` also runs the plain single-process reference (`Counter(GPT2_REGEX.findall(doc))` over the documents
@@ -67,20 +69,29 @@ def reference_counts(paths: list[str]) -> Counter[bytes]:
     return counts
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of a process and all its descendants."""
-    total, stack = 0, [root]
+def tree_memory(root: int) -> tuple[int, int]:
+    """(RSS, PSS) in bytes of a process and all its descendants, summed.
+
+    RSS counts a page shared by several processes (a forked worker shares its parent's memory until either writes
+    to it) once per process; PSS divides it among them, so the sum of PSS is the memory the tree really holds.
+    """
+    rss = pss = 0
+    stack = [root]
     while stack:
         pid = stack.pop()
         try:
-            with open(f"/proc/{pid}/statm") as file:
-                total += int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{pid}/smaps_rollup") as file:
+                for line in file:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
             for task in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{task}/children") as file:
                     stack.extend(int(child) for child in file.read().split())
         except (FileNotFoundError, ProcessLookupError):
             pass  # the process ended while being looked at
-    return total
+    return rss, pss
 
 
 def measure(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> dict[str, float | str]:
@@ -89,13 +100,14 @@ def measure(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> dict
                str(chunk_bytes), *paths]
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    peak = 0
+    peak_rss = peak_pss = 0
     while True:
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
             break
-        peak = max(peak, tree_rss(child.pid))
-        time.sleep(0.02)
+        rss, pss = tree_memory(child.pid)
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        time.sleep(0.05)
     wall = time.perf_counter() - start
     assert child.stdout is not None
     output = child.stdout.read()
@@ -104,7 +116,7 @@ def measure(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> dict
         sys.exit(f"{kind} run failed with exit code {child.returncode}")
     result = json.loads(output.strip().splitlines()[-1])
     # The child's rusage includes its workers (they were waited for) but not this process's sampling.
-    result.update(wall=wall, cpu=usage.ru_utime + usage.ru_stime, peak=peak)
+    result.update(wall=wall, cpu=usage.ru_utime + usage.ru_stime, peak_rss=peak_rss, peak_pss=peak_pss)
     return result
 
 
@@ -145,10 +157,12 @@ def main() -> None:
     for name, results in runs.items():
         median = statistics.median(float(result["seconds"]) for result in results)
         cpu = statistics.median(float(result["cpu"]) for result in results)
-        peak = max(float(result["peak"]) for result in results)
+        peak_rss = max(float(result["peak_rss"]) for result in results)
+        peak_pss = max(float(result["peak_pss"]) for result in results)
         print(f"{name:24s} median {median:7.2f} s  {megabytes / median:6.1f} MB/s  reference/this "
-              f"{reference_seconds / median:5.2f}x  CPU (all processes) {cpu:7.2f} s  peak RSS (process tree) "
-              f"{peak / 1e9:5.2f} GB  runs {[round(float(result['seconds']), 1) for result in results]}")
+              f"{reference_seconds / median:5.2f}x  CPU (all processes) {cpu:7.2f} s  process tree peak RSS "
+              f"{peak_rss / 1e9:5.2f} GB, PSS {peak_pss / 1e9:5.2f} GB  "
+              f"runs {[round(float(result['seconds']), 1) for result in results]}")
 
 
 if __name__ == "__main__":
