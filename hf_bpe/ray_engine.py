@@ -5,9 +5,10 @@ Two entry points, both optional (`pip install "hf_bpe[ray]"`; ray is imported on
 * `RayCountingEngine(address)` is a counting engine for `hf_bpe.count` (`count_pretokens_in_files(...,
   engine=RayCountingEngine(address))`, `train_bpe(..., engine="ray")`): the chunks the local engine would count
   (byte ranges cut at the same safe places) are counted by one Ray actor per cluster CPU, each keeping one
-  `PieceCounter` and converting it to pre-token counts once, exactly like a local worker process. The per-actor counts
-  are then added in a tree of Ray tasks (pairs of counters, passed by ObjectRef), so no process ever holds more than
-  two counters of distinct pre-tokens; only the final one reaches the driver, which runs the merge loop.
+  `PieceCounter` and converting it to pre-token counts once, exactly like a local worker process. The actors then add
+  their counts in a tree, level by level (actor a receives actor b's counter by ObjectRef, adds it to its own, and b
+  ends), so no process ever holds more than two counters of distinct pre-tokens; only the final sum reaches the
+  driver, which runs the merge loop.
 * `tokenize_dataset_ray(...)` reads a dataset with Ray Data, cuts its rows into shards of consecutive documents and
   has actors encode each shard and write `OUT/SPLIT/part-NNNNN.bin` (layout in `hf_bpe.shards`); the concatenated
   shards equal the single-machine `.bin` of `hf_bpe.data.tokenize_dataset` exactly.
@@ -48,7 +49,7 @@ from hf_bpe.shards import (LAYOUT, ShardManifest, ShardRecord, concatenate_shard
 
 # Tasks in flight per actor: one running, one waiting, so an actor never idles while the driver sends the next.
 _IN_FLIGHT_PER_ACTOR = 2
-# Without --documents-per-shard, a split is cut into about this many shards (at most MAX_DOCUMENTS_PER_SHARD each).
+# Without documents_per_shard, a split is cut into about this many shards (at most MAX_DOCUMENTS_PER_SHARD each).
 _TARGET_SHARDS = 64
 MAX_DOCUMENTS_PER_SHARD = 100_000
 _MANIFEST_SAVE_SECONDS = 2.0
