@@ -41,7 +41,6 @@ pre-token counts; `LocalCountingEngine` (worker processes on this machine) is th
 
 from __future__ import annotations
 
-import gc
 import os
 import queue
 import re
@@ -58,6 +57,7 @@ from hf_bpe.parallel import (
     leave_interrupts_to_the_parent,
     multiprocessing_context,
     progress_bar,
+    start_workers,
 )
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
@@ -427,14 +427,7 @@ class _WorkerProcesses:
         self.total: Counter[bytes] = Counter()
         self.errors: dict[int, str] = {}
         self.finished = 0
-        # Forked workers share this process's memory until either side writes to it; freezing keeps the workers'
-        # garbage collector from touching (and so copying) every object the parent holds.
-        gc.freeze()
-        try:
-            for process in self.processes:
-                process.start()
-        finally:
-            gc.unfreeze()
+        start_workers(lambda: [process.start() for process in self.processes])
         try:
             for index, task in enumerate(tasks):
                 while True:

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.pool
@@ -28,9 +29,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _NO_STATE = object()
 _worker_state: Any = _NO_STATE
@@ -67,7 +70,8 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
     the pool is closed and joined; on an exception (or Ctrl-C, which the workers leave to this process) its workers
     are terminated.
     """
-    pool = multiprocessing_context().Pool(num_workers, initializer=_set_worker_state, initargs=(state,))
+    pool = start_workers(lambda: multiprocessing_context().Pool(num_workers, initializer=_set_worker_state,
+                                                                  initargs=(state,)))
     try:
         yield pool
     except BaseException:
@@ -76,6 +80,19 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
         raise
     pool.close()
     pool.join()
+
+
+def start_workers(start: Callable[[], T]) -> T:
+    """`start()`, which starts worker processes, with the garbage collector's objects frozen meanwhile.
+
+    A forked worker shares this process's memory until either side writes to a page. Frozen objects are left alone by
+    the workers' garbage collector, which would otherwise touch (and so copy) every object the parent holds.
+    """
+    gc.freeze()
+    try:
+        return start()
+    finally:
+        gc.unfreeze()
 
 
 def worker_state() -> Any:
@@ -141,4 +158,4 @@ def _add_offset(value: int) -> int:
 
 
 __all__ = ["default_num_workers", "leave_interrupts_to_the_parent", "multiprocessing_context", "process_pool",
-           "progress_bar", "worker_state"]
+           "progress_bar", "start_workers", "worker_state"]
