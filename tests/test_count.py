@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_files import plain_replacements
 from test_pretokenize import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, text_and_special_tokens
 
 import hf_bpe.count
@@ -530,19 +531,6 @@ def test_utf8_byte_order_mark_is_kept_as_text_like_the_utf8_codec(tmp_path: Path
     expected = reference_counts(["\ufeffhello world"], [])
     assert count_pretokens_in_files(path, num_workers=1) == expected
     assert expected[b"\xef\xbb\xbfhello"] == 0 and expected["\ufeff".encode()] == 1
-
-
-def plain_replacements(data: bytes) -> tuple[int, int | None]:
-    """Bytes replaced by errors="replace", and the first offset: decoding strictly from each error onward."""
-    replaced, first, position = 0, None, 0
-    while True:
-        try:
-            data[position:].decode("utf-8")
-            return replaced, first
-        except UnicodeDecodeError as error:
-            first = position + error.start if first is None else first
-            replaced += error.end - error.start
-            position += error.end
 
 
 @settings(max_examples=100, deadline=None)
