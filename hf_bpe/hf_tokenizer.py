@@ -289,7 +289,9 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         splits = [splitter.split(text, skip_special) if splitter else [(0, len(text), None)] for text in texts]
         pieces = [text[start:stop] for text, segments in zip(texts, splits)
                   for start, stop, token_id in segments if token_id is None]
-        piece_ids = iter(self._ordinary.encode_batch(pieces))
+        # In this process: its cache stays warm across calls (a pool per call would start cold every time), and
+        # inside `Dataset.map(num_proc=N)` workers a pool of pools would only compete for the same cores.
+        piece_ids = iter(self._ordinary.encode_batch(pieces, num_workers=1))
         encoded = []
         for text, segments in zip(texts, splits):
             ids: list[int] = []
