@@ -576,3 +576,14 @@ def test_help_states_the_special_token_and_overwrite_rules():
     assert "--allow-special encodes it as its id, as tok(document) does" in help_text
     assert "An existing OUT/SPLIT.bin is replaced only with --force; other splits may share OUT" in help_text
     assert "--force replace OUT/S.bin if it exists (default: refuse)" in help_text
+
+
+@pytest.mark.parametrize("streaming,num_proc", [(False, 1), (False, 2), (True, 2)])
+def test_texts_go_to_the_encoder_in_groups_with_the_same_result(streaming, num_proc, tokenizer_dir, encoder,
+                                                                  tmp_path, monkeypatch):
+    monkeypatch.setattr(data_module, "GROUP_CHARS", 12)  # groups of one to three documents (workers are forked)
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS * 2])
+    run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], batch_size=7,
+        streaming=streaming, num_proc=num_proc)
+    np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"),
+                                  expected_tokens(DOCUMENTS * 2, encoder, eot_id=0))
