@@ -26,10 +26,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_count import tree_rss  # noqa: E402  (the same /proc sampler as the counting benchmark)
 
 SPECIAL_TOKENS = ["<|endoftext|>"]
 OVERLAP_MERGES = 1000
@@ -95,6 +91,22 @@ def run_queues(paths: list[str], vocab_size: int, workers: int | None, repeats: 
         "corpus_rss_mb": (current_rss() - before) / 1e6,
     }
     return {"seconds": seconds, "num_merges": len(merges["heap"]), "structures": structures}
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of a process and all its descendants, summed (pages a forked worker shares count in each)."""
+    total, stack, page = 0, [root], os.sysconf("SC_PAGE_SIZE")
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as file:
+                total += int(file.read().split()[1]) * page
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as file:
+                    stack.extend(int(child) for child in file.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # the process ended while being looked at
+    return total
 
 
 def current_rss() -> int:
