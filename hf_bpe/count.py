@@ -175,7 +175,10 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
-    counted in this process. `engine` counts the batches elsewhere (see the module docstring).
+    counted in this process. `engine` counts the batches elsewhere (see the module docstring). Measured on the Linux
+    corpus streamed as a `datasets.IterableDataset` of lines, 2 workers: 300 MB peaks at 1.03 GB RSS for the process
+    tree and 1.2 GB at 1.19 GB (0.92 GB PSS; files: 0.40 and 0.32 GB); most of it is `datasets` itself, whose stream
+    alone holds 0.33-0.45 GB in the parent, which forked workers share.
     """
     _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
