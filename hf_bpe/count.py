@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol, TypeVar
 
 from hf_bpe.errors import InputError
-from hf_bpe.files import PathArg, check_input_files, find_invalid_utf8, read_text
+from hf_bpe.files import PathArg, check_input_files, find_invalid_utf8, open_binary, read_text
 from hf_bpe.parallel import (
     default_num_workers,
     leave_interrupts_to_the_parent,
@@ -64,6 +64,7 @@ from hf_bpe.pretokenize import (
     GPT2_REGEX,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
+    replace_surrogates,
     split_into_pieces,
     validate_special_tokens,
 )
@@ -86,7 +87,6 @@ _SPACE_CUT = re.compile(
 )
 _CUT_LOOKAHEAD = 4
 _CUT_WINDOW = 1 << 12
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Task = TypeVar("Task")
 
@@ -155,7 +155,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     tasks: list[tuple[str, int, int]] = []
     for path, size in zip(path_list, sizes):
         if size:
-            with open(path, "rb") as file:
+            with open_binary(path) as file:
                 boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes)
             tasks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
     if errors == "replace" and stats is not None:
@@ -357,19 +357,6 @@ class _BatchTask:
         return len(batch)
 
 
-def replace_surrogates(text: str) -> str:
-    """`text`, with surrogate pairs joined and lone surrogates replaced by U+FFFD, exactly as tiktoken does.
-
-    Such strings come from JSON ("\\ud83d\\ude00") or `surrogateescape` decoding, and have no UTF-8 encoding.
-
-    >>> replace_surrogates("a\\ud83d\\ude00 b\\udc80")
-    'a😀 b\\ufffd'
-    """
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def _find_replacements(tasks: list[tuple[str, int, int]], stats: CountStats) -> None:
     """Fill `stats` with what errors="replace" replaces in the chunks (one decoding pass, about 1 s per GB)."""
     for path, start, end in tasks:
@@ -474,7 +461,7 @@ class _WorkerProcesses:
                 f"a pre-token counting worker process died: out of memory, or it could not start (with the {method!r} "
                 "start method the main script is re-imported: guard it with `if __name__ == \"__main__\":`, and "
                 "use num_workers=1 for code read from stdin)" if method == "spawn" else
-                f"a pre-token counting worker process died (out of memory?); num_workers=1 counts in this process"
+                "a pre-token counting worker process died (out of memory?); num_workers=1 counts in this process"
             ) from None
 
     def _handle(self, message: tuple[Any, ...]) -> None:
@@ -562,4 +549,4 @@ def _chain_batches(first: list[str], second: list[str], rest: Iterator[list[str]
 
 __all__ = ["BATCH_CHARS", "DEFAULT_CHUNK_BYTES", "MAX_PIECES", "MIN_PARALLEL_BYTES", "CountStats", "CountingEngine",
            "LocalCountingEngine", "PieceCounter", "count_pretokens", "count_pretokens_in_files",
-           "count_pretokens_in_iterator", "find_chunk_boundaries", "replace_surrogates"]
+           "count_pretokens_in_iterator", "find_chunk_boundaries"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import operator
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, compress, islice
@@ -38,6 +37,7 @@ from hf_bpe.pretokenize import (
     SAFE_SPACE_REGEX,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
+    replace_surrogates,
     split_into_pieces,
     validate_special_tokens,
 )
@@ -64,8 +64,6 @@ _PENDING_IDS = (_PENDING,)
 _SEPARATOR = "\n"
 _SEPARATOR_IDS: tuple[int, ...] = ()
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
-# Python strings may hold lone surrogates, which UTF-8 cannot encode; tiktoken replaces them by U+FFFD.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Tokenizer:
@@ -279,8 +277,7 @@ class Tokenizer:
         results: list[list[list[int]]] = []  # per text, its chunks of ids
         marked: list[tuple[list[list[int]], int, int]] = []  # (chunks, chunk index, its first marker in `waiting`)
         for text in texts:
-            if not text.isascii() and _SURROGATE.search(text):
-                text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            text = replace_surrogates(text)
             chunks: list[list[int]] = []
             for index, part in enumerate([text] if split_keeping is None else split_keeping(text)):
                 if index % 2:

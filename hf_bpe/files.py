@@ -1,7 +1,8 @@
 """Reading input files and writing output files: one-line errors for bad input, no half-written output.
 
 Text files are UTF-8, read in byte ranges (`read_text`) so that a corpus larger than memory is read one chunk at a
-time. A UTF-8 byte order mark is kept as the character U+FEFF, as Python's "utf-8" codec and the HF tokenizers
+time. A corpus path may also be an fsspec URL (`s3://bucket/corpus.txt`, `file:///data/corpus.txt`, ...) when fsspec
+is installed, so that every node of a cluster reads the same input (`open_binary`). A UTF-8 byte order mark is kept as the character U+FEFF, as Python's "utf-8" codec and the HF tokenizers
 trainer both keep it; a UTF-16 or UTF-32 byte order mark is refused up front (`check_input_files`), naming the
 encoding and how to convert the file.
 """
@@ -14,7 +15,7 @@ import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Union
+from typing import Any, BinaryIO, Union
 
 from hf_bpe.errors import InputError
 
@@ -23,6 +24,23 @@ PathArg = Union[str, "os.PathLike[str]"]
 # Longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
 _OTHER_ENCODING_MARKS = [(codecs.BOM_UTF32_LE, "UTF-32LE"), (codecs.BOM_UTF32_BE, "UTF-32BE"),
                          (codecs.BOM_UTF16_LE, "UTF-16LE"), (codecs.BOM_UTF16_BE, "UTF-16BE")]
+
+
+def is_url(path: PathArg) -> bool:
+    """Whether `path` is a URL with a protocol (`s3://...`, `file://...`) rather than a local path.
+
+    >>> is_url("s3://bucket/corpus.txt"), is_url("data/corpus.txt")
+    (True, False)
+    """
+    return isinstance(path, str) and "://" in path
+
+
+def open_binary(path: PathArg) -> BinaryIO:
+    """Open a local file, or an fsspec URL, for reading bytes (seekable)."""
+    if not is_url(path):
+        return open(path, "rb")
+    filesystem, url_path = _url_filesystem(path)
+    return filesystem.open(url_path, "rb")
 
 
 def check_input_files(paths: Sequence[PathArg]) -> list[int]:
@@ -36,26 +54,58 @@ def check_input_files(paths: Sequence[PathArg]) -> list[int]:
     sizes = []
     for path in paths:
         name = os.fspath(path)
+        size = _url_file_size(path) if is_url(path) else _local_file_size(path)
         try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            raise InputError(f"{name}: no such file") from None
-        except OSError as error:
-            raise InputError(f"{name}: cannot read file: {error.strerror}") from None
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"{name}: is a directory, not a text file")
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{name}: is not a regular file")
-        try:
-            with open(path, "rb") as file:
+            with open_binary(path) as file:
                 _check_no_other_encoding_mark(name, file.read(4))
         except OSError as error:
-            raise InputError(f"{name}: cannot read file: {error.strerror}") from None
-        sizes.append(info.st_size)
+            raise InputError(f"{name}: cannot read file: {error.strerror or error}") from None
+        sizes.append(size)
     if not any(sizes):
         others = f" (as are all {len(paths)} input files)" if len(paths) > 1 else ""
         raise InputError(f"{os.fspath(paths[0])}: file is empty{others}")
     return sizes
+
+
+def _local_file_size(path: PathArg) -> int:
+    name = os.fspath(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except OSError as error:
+        raise InputError(f"{name}: cannot read file: {error.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{name}: is a directory, not a text file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{name}: is not a regular file")
+    return info.st_size
+
+
+def _url_file_size(url: str) -> int:
+    filesystem, path = _url_filesystem(url)
+    try:
+        info = filesystem.info(path)
+    except FileNotFoundError:
+        raise InputError(f"{url}: no such file") from None
+    except OSError as error:
+        raise InputError(f"{url}: cannot read file: {error}") from None
+    if info.get("type") == "directory":
+        raise InputError(f"{url}: is a directory, not a text file")
+    return int(info["size"])
+
+
+def _url_filesystem(url: str) -> tuple[Any, str]:
+    """(fsspec filesystem, path in it) for a URL; InputError when fsspec or the protocol's package is missing."""
+    try:
+        import fsspec.core
+    except ImportError:
+        raise InputError(f"{url}: reading URLs needs fsspec (pip install fsspec, or pip install 'hf_bpe[ray]')") \
+            from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as error:
+        raise InputError(f"{url}: cannot open this URL: {error}") from None
 
 
 def read_text(path: PathArg, start: int = 0, end: int | None = None, errors: str = "strict") -> str:
@@ -76,7 +126,7 @@ def read_text(path: PathArg, start: int = 0, end: int | None = None, errors: str
     """
     name = os.fspath(path)
     try:
-        with open(path, "rb") as file:
+        with open_binary(path) as file:
             file.seek(start)
             data = file.read() if end is None else file.read(end - start)
     except FileNotFoundError:
@@ -103,13 +153,31 @@ def find_invalid_utf8(path: PathArg, start: int = 0, end: int | None = None) -> 
     >>> find_invalid_utf8(path)
     (4, 3)
     """
-    with open(path, "rb") as file:
+    with open_binary(path) as file:
         file.seek(start)
         data = file.read() if end is None else file.read(end - start)
     _replacements.bytes, _replacements.first = 0, None
     data.decode("utf-8", _COUNTING_REPLACE)
     first = None if _replacements.first is None else start + _replacements.first
     return _replacements.bytes, first
+
+
+def read_small_text(path: PathArg) -> str:
+    """The whole UTF-8 text of a small file such as vocab.json, merges.txt or a JSON config.
+
+    Raises InputError naming the file for a missing file, a directory, an unreadable file or invalid UTF-8 (with the
+    byte offset).
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{os.fspath(path)}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{os.fspath(path)}: is a directory, expected a file") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{os.fspath(path)}: invalid UTF-8 at byte offset {error.start} ({error.reason})") from None
+    except OSError as error:
+        raise InputError(f"{os.fspath(path)}: cannot read file: {error.strerror}") from None
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
@@ -155,4 +223,5 @@ def _count_and_replace(error: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error(_COUNTING_REPLACE, _count_and_replace)
 
-__all__ = ["PathArg", "check_input_files", "find_invalid_utf8", "read_text", "write_text_atomically"]
+__all__ = ["PathArg", "check_input_files", "find_invalid_utf8", "is_url", "open_binary", "read_small_text", "read_text",
+           "write_text_atomically"]

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from hf_bpe.errors import InputError
-from hf_bpe.files import write_text_atomically
+from hf_bpe.files import read_small_text, write_text_atomically
 
 MERGES_HEADER = "#version: 0.2"
 
@@ -87,7 +87,7 @@ def load_gpt2_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
     their UTF-8 text. Raises InputError naming the file (and line) for invalid JSON, non-integer or duplicate ids.
     """
     vocab_path = Path(vocab_path)
-    text = _read_text(vocab_path)
+    text = read_small_text(vocab_path)
     try:
         pairs = json.loads(text, object_pairs_hook=_KeyValuePairs)
     except json.JSONDecodeError as error:
@@ -122,7 +122,7 @@ def merges_file_lines(merges_path: str | os.PathLike[str]) -> list[tuple[int, st
     """
     merges_path = Path(merges_path)
     return [(line_number, line) for line_number, line in enumerate(
-                (line.rstrip("\r") for line in _read_text(merges_path).split("\n")), start=1)
+                (line.rstrip("\r") for line in read_small_text(merges_path).split("\n")), start=1)
             if line and not (line_number == 1 and line.startswith("#version"))]
 
 
@@ -171,16 +171,6 @@ def load_gpt2(vocab_path: str | os.PathLike[str], merges_path: str | os.PathLike
 class _KeyValuePairs(list):
     """A JSON object read as its (key, value) pairs in file order, so duplicate keys are seen, not merged."""
 
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a file") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
 
 
 def _line_of(text: str, token_text: str) -> int:

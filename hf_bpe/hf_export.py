@@ -25,9 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe.errors import InputError
-from hf_bpe.files import write_text_atomically
-from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab, save_gpt2, str_to_token, token_to_str,\
-    unicode_to_bytes
+from hf_bpe.files import read_small_text, write_text_atomically
+from hf_bpe.gpt2_format import (
+    load_gpt2_merges,
+    load_gpt2_vocab,
+    merges_file_lines,
+    save_gpt2,
+    str_to_token,
+    token_to_str,
+    unicode_to_bytes,
+)
 from hf_bpe.hf_added_tokens import AddedTokenSpec
 from hf_bpe.pretokenize import validate_special_tokens
 
@@ -352,9 +359,7 @@ def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_pat
         where = "tokenizer.json" if model_vocab.get(token) == token_id else "vocab.json"
         raise InputError(f"{path}: model vocab differs from vocab.json ({len(model_vocab)} vs "
                          f"{len(expected_vocab)} tokens; first difference: {token!r} -> {token_id} only in {where})")
-    lines = [line.rstrip("\r") for line in _read_text(merges_path).split("\n")]
-    merges_lines = [line for number, line in enumerate(lines)
-                    if line and not (number == 0 and line.startswith("#version"))]
+    merges_lines = [line for _, line in merges_file_lines(merges_path)]
     model_merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in model.get("merges") or []]
     if model_merges != merges_lines:
         index = next((i for i, (a, b) in enumerate(zip(model_merges, merges_lines)) if a != b),
@@ -368,19 +373,10 @@ def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_pat
                          f"{special_tokens}")
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
-
-
 def read_json(path: Path) -> Any:
     """A JSON file's content; InputError naming the file and line for a missing, undecodable or invalid file."""
     try:
-        return json.loads(_read_text(path))
+        return json.loads(read_small_text(path))
     except json.JSONDecodeError as error:
         raise InputError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
 

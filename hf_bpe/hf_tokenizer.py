@@ -34,7 +34,7 @@ from transformers.utils import PaddingStrategy, TensorType
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import unicode_to_bytes
-from hf_bpe.hf_added_tokens import AddedTokenSpec, AddedTokenSplitter
+from hf_bpe.hf_added_tokens import AddedTokenSplitter
 from hf_bpe.hf_encode import (
     EncodedText,
     EncodeOptions,

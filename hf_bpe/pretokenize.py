@@ -33,8 +33,8 @@ from hf_bpe.unicode_classes import LETTER_RANGES, NUMBER_RANGES, UNICODE_VERSION
 
 __all__ = [
     "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
-    "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "split_at_safe_spaces", "split_into_pieces",
-    "validate_special_tokens",
+    "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "replace_surrogates", "split_at_safe_spaces",
+    "split_into_pieces", "validate_special_tokens",
 ]
 
 # The canonical GPT-2 pattern, as GPT-2, `tokenizers` and tiktoken spell it (tiktoken twins use this text). hf_bpe
@@ -313,3 +313,20 @@ def validate_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
             raise ValueError(f"duplicate special token {token!r}")
         seen.add(token)
     return tokens
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """`text`, with surrogate pairs joined and lone surrogates replaced by U+FFFD, exactly as tiktoken does.
+
+    Such strings come from JSON ("\\ud83d\\ude00") or `surrogateescape` decoding, and have no UTF-8 encoding. Counting
+    and encoding both call this, so training and encoding see the same text. Costs one `str.isascii()` on ASCII text.
+
+    >>> replace_surrogates("a\\ud83d\\ude00 b\\udc80")
+    'a😀 b\\ufffd'
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -143,7 +143,6 @@ class LocalRayCluster:
         return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
     def __enter__(self) -> LocalRayCluster:
-        import subprocess
         import tempfile
 
         self.temp_dir = tempfile.mkdtemp(prefix="hfbpe-ray-")  # short: Ray's socket paths must fit in 107 bytes

@@ -20,6 +20,7 @@ from test_files import plain_replacements
 from test_pretokenize import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, text_and_special_tokens
 
 import hf_bpe.count
+import hf_bpe.pretokenize
 from hf_bpe.count import (
     CountStats,
     LocalCountingEngine,
@@ -585,4 +586,13 @@ def test_surrogates_become_what_the_encoder_makes_of_them() -> None:
 
     tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [])
     for text in SURROGATE_TEXTS:
-        assert tokenizer.decode(tokenizer.encode(text)) == hf_bpe.count.replace_surrogates(text)
+        assert tokenizer.decode(tokenizer.encode(text)) == hf_bpe.pretokenize.replace_surrogates(text)
+
+
+def test_files_given_as_urls_count_like_local_paths(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.txt"
+    path.write_text("one two<|endoftext|>three four five " * 200, encoding="utf-8")
+    expected = count_pretokens_in_files([path], ["<|endoftext|>"], num_workers=1, chunk_bytes=64, progress=False)
+    for workers in (1, 2):
+        assert count_pretokens_in_files([path.as_uri()], ["<|endoftext|>"], num_workers=workers, chunk_bytes=64,
+                                        progress=False) == expected

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bpe.errors import InputError
-from hf_bpe.files import check_input_files, find_invalid_utf8, read_text, write_text_atomically
+from hf_bpe.files import (
+    check_input_files,
+    find_invalid_utf8,
+    is_url,
+    read_small_text,
+    read_text,
+    write_text_atomically,
+)
 
 
 def test_read_text_reads_a_byte_range_or_the_whole_file(tmp_path: Path) -> None:
@@ -124,3 +131,41 @@ def test_write_text_atomically_replaces_whole_and_leaves_no_temporary(tmp_path: 
     write_text_atomically(target, "new ✓")
     assert target.read_text(encoding="utf-8") == "new ✓"
     assert sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+# --- fsspec URLs -------------------------------------------------------------------------------------------------
+
+
+def test_urls_are_checked_and_read_through_fsspec_like_local_paths(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes("héllo wörld \xff".encode("latin-1"))
+    url = path.as_uri()
+    assert is_url(url) and not is_url(str(path))
+    assert check_input_files([url]) == check_input_files([path])
+    assert read_text(url, 0, 6, "replace") == read_text(path, 0, 6, "replace")
+    assert find_invalid_utf8(url) == find_invalid_utf8(path)
+    with pytest.raises(InputError, match=r"^file://.*a\.txt: invalid UTF-8 at byte offset 1 "):
+        read_text(url)
+
+
+def test_url_errors_name_the_url(tmp_path: Path) -> None:
+    missing = (tmp_path / "missing.txt").as_uri()
+    with pytest.raises(InputError, match=r"^file://.*missing\.txt: no such file$"):
+        check_input_files([missing])
+    with pytest.raises(InputError, match=r"^file://.*: is a directory, not a text file$"):
+        check_input_files([tmp_path.as_uri()])
+    with pytest.raises(InputError, match=r"^nosuchprotocol://x: cannot open this URL: "):
+        check_input_files(["nosuchprotocol://x"])
+
+
+def test_small_files_are_read_whole_with_one_line_errors(tmp_path: Path) -> None:
+    path = tmp_path / "vocab.json"
+    path.write_bytes(b'{"a": 0}')
+    assert read_small_text(path) == '{"a": 0}'
+    path.write_bytes(b'{"\xff": 0}')
+    with pytest.raises(InputError, match=r"vocab\.json: invalid UTF-8 at byte offset 2 \(invalid start byte\)$"):
+        read_small_text(path)
+    with pytest.raises(InputError, match=r"missing\.json: no such file$"):
+        read_small_text(tmp_path / "missing.json")
+    with pytest.raises(InputError, match=r": is a directory, expected a file$"):
+        read_small_text(tmp_path)

@@ -88,6 +88,14 @@ def test_counts_equal_the_local_engine_and_the_reference(cluster, corpus):
     assert counted == local == reference
 
 
+def test_inputs_given_as_fsspec_urls_count_the_same_on_the_cluster(cluster, corpus):
+    urls = [path.resolve().as_uri() for path in corpus]  # file:///... goes through fsspec, as s3:// would
+    engine = RayCountingEngine(cluster.address)
+    counted = count_pretokens_in_files(urls, SPECIALS, chunk_bytes=CHUNK_BYTES, engine=engine, progress=False)
+    assert counted == count_pretokens_in_files(corpus, SPECIALS, chunk_bytes=CHUNK_BYTES, num_workers=1,
+                                               progress=False)
+
+
 def test_training_on_the_cluster_gives_the_local_merges_and_vocab(cluster, corpus):
     local_vocab, local_merges = train_bpe(corpus, 600, SPECIALS, num_workers=1, progress=False)
     vocab, merges = train_bpe(corpus, 600, SPECIALS, engine="ray", ray_address=cluster.address, progress=False)
