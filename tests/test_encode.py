@@ -18,7 +18,7 @@ import pytest
 import regex
 import tiktoken
 import tokenizers
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.encode as encode_module
@@ -146,6 +146,7 @@ def test_empty_string() -> None:
 
 @FAST
 @given(adversarial_text)
+@example("\U0003d000's")  # a random run once found it: regex 2026.11 classed U+3D000 as a letter, tokenizers does not
 def test_adversarial_text_equals_tiktoken_and_hf_tokenizers(text: str) -> None:
     ids = gpt2_tokenizer().encode(text)
     assert ids == gpt2_tiktoken().encode(text, allowed_special="all")
