@@ -80,9 +80,16 @@ class HFBPEEncoder:
         return cls(vocab, merges, special_tokens if allow_special else ())
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
+        return self._tokenizer().encode_batch(texts, num_workers=1)
+
+    def encode_to_array(self, text: str, dtype: np.dtype) -> np.ndarray:
+        """The ids of one long text as an array, through `encode_iterable`: they never exist as a list of ints."""
+        return np.fromiter(self._tokenizer().encode_iterable((text,)), dtype=dtype)
+
+    def _tokenizer(self) -> Tokenizer:
         if self.tokenizer is None:
             self.tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens)
-        return self.tokenizer.encode_batch(texts, num_workers=1)
+        return self.tokenizer
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # map sends its function to the workers with dill, a pure-Python pickler that needs ~0.5 s for a 50k-token
@@ -301,6 +308,12 @@ class _BatchFlattener:
             check_text(row, self.text_column, text)
         arrays = []
         for group in _groups_by_length(texts, GROUP_CHARS):
+            if len(group) == 1 and len(group[0]) > GROUP_CHARS and hasattr(self.encoder, "encode_to_array"):
+                # One long document (the Linux sources hold a 100 MB one): its ids as a list would take gigabytes.
+                arrays.append(self.encoder.encode_to_array(group[0], self.dtype))
+                if self.eot_id is not None:
+                    arrays.append(np.array([self.eot_id], dtype=self.dtype))
+                continue
             ids_per_text = self.encoder(group)
             if self.eot_id is not None:
                 ids_per_text = [chain(ids, (self.eot_id,)) for ids in ids_per_text]

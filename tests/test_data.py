@@ -578,12 +578,19 @@ def test_help_states_the_special_token_and_overwrite_rules():
     assert "--force replace OUT/S.bin if it exists (default: refuse)" in help_text
 
 
+@pytest.mark.parametrize("allow_special", [False, True])
 @pytest.mark.parametrize("streaming,num_proc", [(False, 1), (False, 2), (True, 2)])
-def test_texts_go_to_the_encoder_in_groups_with_the_same_result(streaming, num_proc, tokenizer_dir, encoder,
-                                                                  tmp_path, monkeypatch):
-    monkeypatch.setattr(data_module, "GROUP_CHARS", 12)  # groups of one to three documents (workers are forked)
-    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in DOCUMENTS * 2])
+def test_texts_go_to_the_encoder_in_groups_with_the_same_result(streaming, num_proc, allow_special, tokenizer_dir,
+                                                                  encoder, tmp_path, monkeypatch):
+    # Groups of one to three documents, and documents longer than a group streamed through encode_iterable (the
+    # workers are forked, so they see the patched value).
+    monkeypatch.setattr(data_module, "GROUP_CHARS", 12)
+    long_documents = [" ".join(DOCUMENTS) * 3, f"x{EOT}y " * 40 + "tail"]
+    documents = DOCUMENTS * 2 + long_documents
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
     run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], batch_size=7,
-        streaming=streaming, num_proc=num_proc)
+        streaming=streaming, num_proc=num_proc, allow_special=allow_special)
+    reference = Tokenizer(*load_gpt2(FIXTURES / "train-bpe-reference-vocab.json",
+                                     FIXTURES / "train-bpe-reference-merges.txt"), [EOT] if allow_special else [])
     np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"),
-                                  expected_tokens(DOCUMENTS * 2, encoder, eot_id=0))
+                                  expected_tokens(documents, reference, eot_id=0))
