@@ -488,12 +488,15 @@ def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_tokenize_dataset(args: argparse.Namespace) -> int:
     """Run `hf-bpe tokenize-dataset` with parsed arguments; InputError is left to the caller to report."""
-    check_engine_arguments(args)
+    # The flags are checked against each other before anything is imported: a wrong combination is reported the same
+    # way whether ray is installed or not.
     if args.engine == "ray":
         for flag, given in (("--streaming", args.streaming), ("--num-proc", args.num_proc is not None),
                             ("--cache-dir", args.cache_dir is not None)):
             if given:
                 raise InputError(f"{flag} is for --engine local; with --engine ray, Ray Data reads the dataset")
+    check_engine_arguments(args)
+    if args.engine == "ray":
         metadata = ray_engine_module().tokenize_dataset_ray(
             args.tokenizer, args.dataset, args.out, split=args.split, text_column=args.text_column,
             data_files=args.data_files, config=args.config, append_eot=args.append_eot,

@@ -670,3 +670,22 @@ def test_train_new_from_iterator_renames_special_tokens(directory: Path) -> None
     new = old.train_new_from_iterator(["low lower lowest"] * 5, 300, special_tokens_map={EOT: "</s>"})
     assert (new.eos_token, new.bos_token, new.unk_token) == ("</s>", "</s>", "</s>")
     assert EOT not in new.get_vocab()
+
+
+@pytest.mark.parametrize("text", ["a\ud800b", "x\udc00", "\udfff\ud800 \ud83d\ude00 ok\udbff"])
+def test_lone_surrogates_become_u_fffd_as_in_tiktoken(text: str, tmp_path: Path) -> None:
+    """Python strings may hold lone surrogates; every route replaces them by U+FFFD, as tiktoken does (issue 8)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from hf_bpe.tiktoken_compat import tiktoken_encoding
+
+    vocab, merges = load_gpt2(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt")
+    expected: list[int] = tiktoken_encoding(vocab, merges).encode_ordinary(text)
+    if text == "a\ud800b":
+        assert expected == [64, 4210, 65]
+    assert isinstance(tiktoken.__version__, str)
+    directory = save_tokenizer_directory(tmp_path / "gpt2", vocab, merges, [])
+    tokenizer = HFBPETokenizer.from_pretrained(directory)
+    assert tokenizer(text)["input_ids"] == expected
+    assert tokenizer([text, "plain"])["input_ids"][0] == expected
+    assert tokenizer.encode(text) == expected
+    assert tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) == expected
