@@ -159,7 +159,7 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
     bin_path, meta_path = check_output_split(out_dir, split, force)
     tokenizer = ArrayTokenizer.load(tokenizer_dir, append_eot, allow_special)
     tokenizer_hash, dtype, eot_id = tokenizer.sha256, tokenizer.dtype, tokenizer.eot_id
-    flatten = _BatchFlattener(encoder or tokenizer.encoder, text_column, eot_id if append_eot else None, dtype)
+    flatten = BatchFlattener(encoder or tokenizer.encoder, text_column, eot_id if append_eot else None, dtype)
     source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
                            config=config, streaming=streaming, cache_dir=cache_dir)
 
@@ -291,7 +291,7 @@ def tokenizer_directory_hash(directory: PathArg) -> str:
 GROUP_CHARS = 1 << 21
 
 
-class _BatchFlattener:
+class BatchFlattener:
     """The `map` function: a batch of rows -> one row holding all their ids, each document followed by the eot id."""
 
     def __init__(self, encoder: TextEncoder, text_column: str, eot_id: int | None, dtype: np.dtype) -> None:
@@ -360,7 +360,7 @@ def _interrupts_in_this_process_only() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir: Path, batch_size: int,
+def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: Path, batch_size: int,
                   num_proc: int, progress: bool, fingerprint: str) -> int:
     """Encode with `Dataset.map` (cache files in `work_dir`), then copy the ids in dataset order into `file`."""
     if flatten.text_column not in data.column_names:
@@ -386,7 +386,7 @@ def _write_mapped(data: Any, flatten: _BatchFlattener, file: BinaryIO, work_dir:
     return int(sum(mapped["num_documents"]))
 
 
-def _write_streaming(data: Any, flatten: _BatchFlattener, file: BinaryIO, batch_size: int, num_proc: int,
+def _write_streaming(data: Any, flatten: BatchFlattener, file: BinaryIO, batch_size: int, num_proc: int,
                      progress: bool) -> int:
     """Encode an IterableDataset batch by batch (in a pool of `num_proc` processes) and append to `file`."""
     num_documents = 0
@@ -406,7 +406,7 @@ def _numbered_batches(data: Any, batch_size: int) -> Iterator[tuple[dict[str, li
         first_row += len(next(iter(batch.values()), []))
 
 
-def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten: _BatchFlattener,
+def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten: BatchFlattener,
                    num_proc: int) -> Iterator[tuple[np.ndarray, int]]:
     """(ids, number of documents) per batch, in order; with `num_proc` > 1 the batches are encoded in a process pool."""
     if num_proc == 1:
@@ -429,7 +429,7 @@ def _encode_in_worker(numbered_batch: tuple[dict[str, list[Any]], int]) -> tuple
     return _encode_numbered(worker_state(), *numbered_batch)
 
 
-def _encode_numbered(flatten: _BatchFlattener, batch: dict[str, list[Any]], first_row: int) -> tuple[np.ndarray, int]:
+def _encode_numbered(flatten: BatchFlattener, batch: dict[str, list[Any]], first_row: int) -> tuple[np.ndarray, int]:
     ids = flatten.encode(batch, first_row)
     return ids, len(batch[flatten.text_column])
 

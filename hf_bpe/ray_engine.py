@@ -413,9 +413,8 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
     recorded sha256 are kept. `concatenate` also writes `out_dir/<split>.bin`. Returns the metadata written.
     """
     from hf_bpe import __version__
-    from hf_bpe.data import HFBPEEncoder, check_output_split, eot_token_id, tokenizer_directory_hash
+    from hf_bpe.data import ArrayTokenizer, check_output_split
     from hf_bpe.dataset_args import DatasetSource
-    from hf_bpe.hf_export import load_tokenizer_directory
 
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
@@ -423,21 +422,15 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
         raise InputError(f"documents_per_shard must be at least 1, got {documents_per_shard}")
     out_dir = Path(out_dir)
     check_output_split(out_dir, split, force=True)  # the split is a file name; what exists is checked below
-    tokenizer_dir = Path(tokenizer_dir)
-    tokenizer_hash = tokenizer_directory_hash(tokenizer_dir)
-    vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
-    vocab_size = max(vocab) + 1
-    dtype = np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
-    eot_id = eot_token_id(tokenizer_dir, vocab, special_tokens)
-    if append_eot and eot_id is None:
-        raise InputError(f"{tokenizer_dir}: the tokenizer has no special tokens, so there is no end-of-text id to "
-                         f"append (pass --no-append-eot to write the documents back to back)")
+    tokenizer = ArrayTokenizer.load(tokenizer_dir, append_eot, allow_special)
+    tokenizer_dir, tokenizer_hash, vocab_size, dtype, eot_id, encoder = (
+        tokenizer.directory, tokenizer.sha256, tokenizer.vocab_size, tokenizer.dtype, tokenizer.eot_id,
+        tokenizer.encoder)
     source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
                            config=config)
     job = {"tokenizer_sha256": tokenizer_hash, "dataset": dataset, "config": config,
            "data_files": list(data_files or []), "split": split, "text_column": text_column,
            "append_eot": append_eot, "allow_special": allow_special, "dtype": dtype.name}
-    encoder = HFBPEEncoder(vocab, merges, special_tokens if allow_special else ())
     previous = _resumable_manifest(out_dir, split, job, documents_per_shard) if resume else None
     if previous is None:  # a new run (--resume with nothing to resume too) replaces a written split only with force
         check_output_split(out_dir, split, force)
@@ -598,9 +591,9 @@ class _ShardEncoder:
     """Encodes rows of the text column into ids (eot after each document), in batches, as `data.tokenize_dataset`."""
 
     def __init__(self, encoder: Any, text_column: str, eot_id: int | None, dtype: np.dtype, batch_size: int) -> None:
-        from hf_bpe.data import _BatchFlattener
+        from hf_bpe.data import BatchFlattener
 
-        self.flatten = _BatchFlattener(encoder, text_column, eot_id, dtype)
+        self.flatten = BatchFlattener(encoder, text_column, eot_id, dtype)
         self.text_column, self.batch_size = text_column, batch_size
 
     def batches(self, tables: Iterable[Any], first_row: int) -> Iterator[np.ndarray]:
