@@ -113,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     from hf_bpe.dataset_args import add_dataset_arguments, add_engine_arguments
 
-    parser.add_argument("inputs", nargs="*", metavar="INPUT", type=Path,
-                        help="UTF-8 text files to train on; documents may be separated by special tokens. "
+    # str, not Path: an fsspec URL such as s3://bucket/corpus.txt must keep its "//".
+    parser.add_argument("inputs", nargs="*", metavar="INPUT", type=str,
+                        help="UTF-8 text files (or fsspec URLs such as s3://bucket/corpus.txt) to train on; documents "
+                             "may be separated by special tokens. "
                              "Without any (and without --dataset), trains on a 400 KB sample of the Python docs "
                              "shipped with hf_bpe.")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
@@ -242,10 +244,11 @@ def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
                 raise InputError(f"{flag} needs --dataset")
 
 
-def count_training_corpus(args: argparse.Namespace, inputs: list[Path], source: Any, special_tokens: list[str],
+def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], source: Any, special_tokens: list[str],
                           progress: bool | None) -> tuple[Counter[bytes], dict[str, Any]]:
     """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus."""
     from hf_bpe import count
+    from hf_bpe.files import check_input_files
     from hf_bpe.dataset_args import datasets_progress_bars, metadata_of, ray_engine_module, row_texts
 
     engine_options: dict[str, Any] = {}
@@ -261,9 +264,10 @@ def count_training_corpus(args: argparse.Namespace, inputs: list[Path], source: 
     stats = count.CountStats() if args.errors == "replace" else None
     counts = count.count_pretokens_in_files(inputs, special_tokens, num_workers=args.workers, errors=args.errors,
                                             progress=progress, stats=stats, **engine_options)
+    sizes = check_input_files(inputs)  # as counting found them: local files or URLs
     info: dict[str, Any] = {
-        "corpus_files": [{"path": str(path), "bytes": Path(path).stat().st_size} for path in inputs],
-        "corpus_bytes": sum(Path(path).stat().st_size for path in inputs),
+        "corpus_files": [{"path": str(path), "bytes": size} for path, size in zip(inputs, sizes)],
+        "corpus_bytes": sum(sizes),
         "errors": args.errors,
     }
     if stats is not None:

@@ -432,3 +432,15 @@ def test_help_states_every_default(command: str) -> None:
             continue
         if action.default not in (None, False, []) or action.dest in NONE_MEANS_SOMETHING:
             assert "default" in action.help.lower(), f"{command} {action.option_strings[0]}: {action.help}"
+
+
+def test_train_reads_inputs_given_as_urls(tmp_path: Path) -> None:
+    """An fsspec URL (file:// here, s3:// on a cluster) trains the same tokenizer as the local path."""
+    corpus = Path(__file__).parent / "fixtures" / "tinystories_sample.txt"
+    assert main(["train", str(corpus), "--out", str(tmp_path / "local"), "--vocab-size", "400", "--no-progress"]) == 0
+    assert main(["train", corpus.resolve().as_uri(), "--out", str(tmp_path / "url"), "--vocab-size", "400",
+                 "--no-progress"]) == 0
+    for name in ("vocab.json", "merges.txt", "tokenizer.json"):
+        assert (tmp_path / "url" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    record = json.loads((tmp_path / "url" / "hf_bpe_training.json").read_text(encoding="utf-8"))
+    assert record["corpus_files"] == [{"path": corpus.resolve().as_uri(), "bytes": corpus.stat().st_size}]
