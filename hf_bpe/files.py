@@ -54,7 +54,7 @@ def check_input_files(paths: Sequence[PathArg]) -> list[int]:
     sizes = []
     for path in paths:
         name = os.fspath(path)
-        size = _url_file_size(path) if is_url(path) else _local_file_size(path)
+        size = _file_size(path)
         try:
             with open_binary(path) as file:
                 _check_no_other_encoding_mark(name, file.read(4))
@@ -67,32 +67,28 @@ def check_input_files(paths: Sequence[PathArg]) -> list[int]:
     return sizes
 
 
-def _local_file_size(path: PathArg) -> int:
+def _file_size(path: PathArg) -> int:
+    """The size of a regular file, given as a local path or a URL; InputError naming it otherwise."""
     name = os.fspath(path)
     try:
-        info = os.stat(path)
+        if is_url(path):
+            filesystem, url_path = _url_filesystem(name)
+            info = filesystem.info(url_path)
+            kind = "directory" if info.get("type") == "directory" else "file"
+            size = info.get("size")
+        else:
+            status = os.stat(path)
+            kind = "directory" if stat.S_ISDIR(status.st_mode) else "file" if stat.S_ISREG(status.st_mode) else ""
+            size = status.st_size
     except FileNotFoundError:
         raise InputError(f"{name}: no such file") from None
     except OSError as error:
-        raise InputError(f"{name}: cannot read file: {error.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{name}: cannot read file: {error.strerror or error}") from None
+    if kind == "directory":
         raise InputError(f"{name}: is a directory, not a text file")
-    if not stat.S_ISREG(info.st_mode):
+    if kind != "file":
         raise InputError(f"{name}: is not a regular file")
-    return info.st_size
-
-
-def _url_file_size(url: str) -> int:
-    filesystem, path = _url_filesystem(url)
-    try:
-        info = filesystem.info(path)
-    except FileNotFoundError:
-        raise InputError(f"{url}: no such file") from None
-    except OSError as error:
-        raise InputError(f"{url}: cannot read file: {error}") from None
-    if info.get("type") == "directory":
-        raise InputError(f"{url}: is a directory, not a text file")
-    return int(info["size"])
+    return int(size or 0)
 
 
 def _url_filesystem(url: str) -> tuple[Any, str]:
