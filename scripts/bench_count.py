@@ -30,6 +30,8 @@ import sys
 import time
 from collections import Counter
 
+from tree_memory import PeakTreeMemory
+
 SPECIAL = "<|endoftext|>"
 
 
@@ -69,45 +71,16 @@ def reference_counts(paths: list[str]) -> Counter[bytes]:
     return counts
 
 
-def tree_memory(root: int) -> tuple[int, int]:
-    """(RSS, PSS) in bytes of a process and all its descendants, summed.
-
-    RSS counts a page shared by several processes (a forked worker shares its parent's memory until either writes
-    to it) once per process; PSS divides it among them, so the sum of PSS is the memory the tree really holds.
-    """
-    rss = pss = 0
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as file:
-                for line in file:
-                    if line.startswith("Rss:"):
-                        rss += int(line.split()[1]) * 1024
-                    elif line.startswith("Pss:"):
-                        pss += int(line.split()[1]) * 1024
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as file:
-                    stack.extend(int(child) for child in file.read().split())
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # the process ended while being looked at
-    return rss, pss
-
-
 def measure(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> dict[str, float | str]:
     """Run one count in a child process; its result, wall seconds, CPU seconds and peak tree RSS."""
     command = [sys.executable, __file__, "--run-one", kind, "--workers", str(workers), "--chunk-bytes",
                str(chunk_bytes), *paths]
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    peak_rss = peak_pss = 0
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        rss, pss = tree_memory(child.pid)
-        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-        time.sleep(0.05)
+    memory = PeakTreeMemory(child.pid)
+    _, status, usage = os.wait4(child.pid, 0)
+    memory.stop()
+    peak_rss, peak_pss = memory.rss, memory.pss
     wall = time.perf_counter() - start
     assert child.stdout is not None
     output = child.stdout.read()

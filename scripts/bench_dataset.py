@@ -27,13 +27,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from hf_bpe.data import tokenize_dataset
+from tree_memory import PeakTreeMemory
 
 SEPARATOR = "<|endoftext|>"
 READ_CHARS = 1 << 24
@@ -129,67 +129,6 @@ def jsonl_stats(path: Path) -> tuple[int, int]:
     return count, total
 
 
-class TreeMemory:
-    """Samples the memory of a process and all its descendants (from /proc) in a thread: `peak` and `peak_anonymous`
-    in bytes.
-
-    Each process counts its proportional set size (PSS): pages shared between the map workers and their parent
-    (copy-on-write after fork, memory-mapped arrow files) are split between them instead of counted once per process,
-    as summing RSS would. `peak_anonymous` leaves out file-backed pages (the memory-mapped arrow files, which the
-    kernel can drop and read again): it is the memory the run really holds.
-    """
-
-    def __init__(self, pid: int, interval: float = 0.2) -> None:
-        self.pid, self.interval, self.peak, self.peak_anonymous = pid, interval, 0, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> tuple[int, int]:
-        self._stop.set()
-        self._thread.join()
-        return self.peak, self.peak_anonymous
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            sizes = [_pss_bytes(pid) for pid in _tree(self.pid)]
-            self.peak = max(self.peak, sum(total for total, _ in sizes))
-            self.peak_anonymous = max(self.peak_anonymous, sum(anonymous for _, anonymous in sizes))
-            self._stop.wait(self.interval)
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as file:
-                    parent = int(file.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def _pss_bytes(pid: int) -> tuple[int, int]:
-    """(PSS, anonymous PSS) of a process in bytes, from /proc/PID/smaps_rollup; zeros once it has exited."""
-    fields = {}
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as file:
-            for line in file:
-                name, _, value = line.partition(":")
-                if name in ("Pss", "Pss_Anon"):
-                    fields[name] = int(value.split()[0]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return fields.get("Pss", 0), fields.get("Pss_Anon", 0)
-
-
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as file:
@@ -214,10 +153,11 @@ def timed_run(name: str, args: argparse.Namespace, jsonl: Path, out: Path, cache
                "--cache-dir", str(cache_dir), "unused"]
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    memory = TreeMemory(process.pid)
+    memory = PeakTreeMemory(process.pid)
     stdout, _ = process.communicate()
     elapsed = time.perf_counter() - start
-    peak = memory.stop()
+    memory.stop()
+    peak = (memory.pss, memory.anonymous)
     if process.returncode != 0:
         raise SystemExit(f"{name}: the pipeline failed (exit {process.returncode})")
     return elapsed, peak, json.loads(stdout.strip().splitlines()[-1])

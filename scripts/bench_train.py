@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from tree_memory import PeakTreeMemory
+
 SPECIAL_TOKENS = ["<|endoftext|>"]
 OVERLAP_MERGES = 1000
 TOOLS = ("hf_bpe", "hf_tokenizers")
@@ -93,22 +95,6 @@ def run_queues(paths: list[str], vocab_size: int, workers: int | None, repeats: 
     return {"seconds": seconds, "num_merges": len(merges["heap"]), "structures": structures}
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of a process and all its descendants, summed (pages a forked worker shares count in each)."""
-    total, stack, page = 0, [root], os.sysconf("SC_PAGE_SIZE")
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/statm") as file:
-                total += int(file.read().split()[1]) * page
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as file:
-                    stack.extend(int(child) for child in file.read().split())
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # the process ended while being looked at
-    return total
-
-
 def current_rss() -> int:
     with open("/proc/self/statm") as file:
         return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -123,13 +109,9 @@ def run_in_subprocess(child: str, args: argparse.Namespace) -> dict:
         command += ["--workers", str(args.workers)]
         environment["RAYON_NUM_THREADS"] = str(args.workers)  # HF tokenizers' thread pool
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment)
-    peak = 0
-    while True:
-        pid, status, _ = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, tree_rss(process.pid))
-        time.sleep(0.05)
+    memory = PeakTreeMemory(process.pid)
+    _, status, _ = os.wait4(process.pid, 0)
+    peak = memory.stop().rss
     assert process.stdout is not None
     output = process.stdout.read()
     if os.waitstatus_to_exitcode(status) != 0:
