@@ -54,6 +54,8 @@ _PENDING_BATCH = 4096
 _CHUNK_PIECES = 4096
 # encode_iterable encodes the buffered text once it holds this many characters.
 _STREAM_WINDOW = 1 << 16
+# A text longer than this is split into pieces one segment at a time (see _segments).
+_SEGMENT_CHARS = 1 << 20
 # encode_batch uses processes only for at least this many characters of text: below it, starting them costs more.
 _MIN_PARALLEL_LENGTH = 1 << 20
 # In a text's ids, stands for a piece whose ids wait for the batch merge (ids are never negative).
@@ -283,20 +285,21 @@ class Tokenizer:
                 if index % 2:
                     chunks.append([self._special_ids[part]])
                     continue
-                pieces = split_into_pieces(part)
-                remaining = iter(pieces)
-                done, size = 0, _CHUNK_PIECES
-                while done < len(pieces):
-                    before = len(waiting)
-                    chunks.append(list(chain.from_iterable(map(lookup, islice(remaining, size)))))
-                    done += size
-                    if len(waiting) == before:
-                        size *= 2  # the cache holds this text's pieces: look up larger chunks
-                    else:
-                        marked.append((chunks, len(chunks) - 1, before))
-                        size = _CHUNK_PIECES
-                        if len(waiting) >= _PENDING_BATCH:
-                            _fill_marked(cache, marked)
+                for segment in _segments(part):
+                    pieces = split_into_pieces(segment)
+                    remaining = iter(pieces)
+                    done, size = 0, _CHUNK_PIECES
+                    while done < len(pieces):
+                        before = len(waiting)
+                        chunks.append(list(chain.from_iterable(map(lookup, islice(remaining, size)))))
+                        done += size
+                        if len(waiting) == before:
+                            size *= 2  # the cache holds this text's pieces: look up larger chunks
+                        else:
+                            marked.append((chunks, len(chunks) - 1, before))
+                            size = _CHUNK_PIECES
+                            if len(waiting) >= _PENDING_BATCH:
+                                _fill_marked(cache, marked)
             results.append(chunks)
         if marked:
             _fill_marked(cache, marked)
@@ -534,6 +537,27 @@ def _last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSpli
     # A safe space at p needs its following non-whitespace character inside the same segment.
     space = _last_safe_space(text, segment_start, min(limit, segment_end - 2))
     return max(space, segment_start)
+
+
+def _segments(text: str) -> Iterator[str]:
+    """`text` itself, or for a text longer than `_SEGMENT_CHARS`, its segments of about that many characters, cut
+    before safe spaces: pieces never cross them (`hf_bpe.pretokenize`, facts 1 and 3), so the pieces of the segments
+    are the pieces of `text`, and a 100 MB document never holds the list of all its pieces (~60 bytes each) at once.
+
+    >>> list(_segments("a b")), _SEGMENT_CHARS >= 1 << 16
+    (['a b'], True)
+    """
+    start = 0
+    while len(text) - start > _SEGMENT_CHARS:
+        cut = _last_safe_space(text, start + 1, start + _SEGMENT_CHARS)
+        if cut < 0:  # no safe space in the window (a long word): cut at the next one, if any
+            found = SAFE_SPACE_REGEX.search(text, start + _SEGMENT_CHARS)
+            if found is None:
+                break
+            cut = found.start()
+        yield text[start:cut]
+        start = cut
+    yield text[start:] if start else text
 
 
 def _last_safe_space(text: str, low: int, high: int) -> int:

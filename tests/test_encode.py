@@ -155,6 +155,31 @@ def test_adversarial_text_equals_tiktoken_and_hf_tokenizers(text: str) -> None:
 
 
 @FAST
+@given(adversarial_text, st.integers(1, 16))
+def test_long_texts_split_into_pieces_segment_by_segment_give_the_same_ids(text: str, segment_chars: int) -> None:
+    """A text longer than _SEGMENT_CHARS (1 MiB) is cut before safe spaces and split into pieces segment by segment,
+    so that a 100 MB document never holds all its pieces at once; with tiny segments every cut is exercised."""
+    import hf_bpe.encode
+
+    saved = hf_bpe.encode._SEGMENT_CHARS
+    hf_bpe.encode._SEGMENT_CHARS = segment_chars
+    try:
+        segments = list(hf_bpe.encode._segments(text))
+        ids = gpt2_tokenizer().encode(text)
+    finally:
+        hf_bpe.encode._SEGMENT_CHARS = saved
+    assert "".join(segments) == text and (all(segments) or text == "")
+    assert ids == gpt2_tiktoken().encode(text, allowed_special="all")
+
+
+def test_a_document_of_several_megabytes_encodes_like_tiktoken() -> None:
+    words = ["the", "cat", "naïve", "日本語", "x1", "\n\n", "  ", "don't", EOT, "a" * 300]
+    text = " ".join(words[index * 7 % len(words)] for index in range(600_000))  # ~3.5 MB, several segments
+    assert len(text) > 3 * (1 << 20)
+    assert gpt2_tokenizer().encode(text) == gpt2_tiktoken().encode(text, allowed_special="all")
+
+
+@FAST
 @given(adversarial_text)
 def test_without_special_tokens_the_end_of_text_marker_is_ordinary_text(text: str) -> None:
     ids = gpt2_tokenizer_without_specials().encode(text)
