@@ -43,7 +43,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from hf_bpe.dataset_args import (DatasetSource, add_dataset_arguments, add_engine_arguments, check_engine_arguments,
-                                  check_text, datasets_progress_bars, load_text_dataset, missing_column_error,
+                                  check_text, datasets_progress_bars, missing_column_error,
                                   ray_engine_module)
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError

@@ -20,13 +20,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import hf_bpe.ray_engine as ray_engine
 from hf_bpe.errors import InputError
+from hf_bpe.ray_engine import RAY_INSTALL_HINT
 
 PACKAGED_BUILDERS = ("json", "csv", "parquet", "text", "arrow")
 BUILDER_BY_SUFFIX = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text",
                      ".arrow": "arrow"}
 ENGINES = ("local", "ray")
-RAY_INSTALL_HINT = "pip install 'hf_bpe[ray]' (or pip install ray)"
 
 
 @dataclass
@@ -249,14 +250,9 @@ def check_engine_arguments(args: argparse.Namespace) -> None:
 
 
 def ray_engine_module() -> ModuleType:
-    """`hf_bpe.ray_engine`, imported only when asked for: ray is an optional dependency."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise InputError(f"--engine ray needs the ray package: {RAY_INSTALL_HINT}") from None
-    import hf_bpe.ray_engine
-
-    return hf_bpe.ray_engine
+    """`hf_bpe.ray_engine`, once `ray` (an optional dependency, imported only here) is known to be installed."""
+    ray_engine.require_ray("--engine ray")
+    return ray_engine
 
 
 def metadata_of(source: DatasetSource, num_rows: int) -> dict[str, Any]:

@@ -9,7 +9,6 @@ run fails. `describe_os_error` turns an `OSError` into the one-line "path: reaso
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 from collections.abc import Iterator

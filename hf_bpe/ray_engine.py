@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from hf_bpe.shards import (LAYOUT, ShardManifest, ShardRecord, concatenate_shard
 
 # Tasks in flight per actor: one running, one waiting, so an actor never idles while the driver sends the next.
 _IN_FLIGHT_PER_ACTOR = 2
+RAY_INSTALL_HINT = "pip install 'hf_bpe[ray]' (or pip install ray)"
 # Without documents_per_shard, a split is cut into about this many shards (at most MAX_DOCUMENTS_PER_SHARD each).
 _TARGET_SHARDS = 64
 MAX_DOCUMENTS_PER_SHARD = 100_000
@@ -56,6 +58,19 @@ _MANIFEST_SAVE_SECONDS = 2.0
 
 
 # --- connecting --------------------------------------------------------------------------------------------------
+
+
+def require_ray(what: str = "the ray engine") -> ModuleType:
+    """The `ray` module; an InputError saying that `what` needs it, and how to install it, when it is missing.
+
+    The one check behind `train_bpe(engine="ray")`, the CLI's `--engine ray` and `ray_session`: this module itself
+    imports without ray, so that check can run before any work.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise InputError(f"{what} needs the ray package: {RAY_INSTALL_HINT}") from None
+    return ray
 
 
 def project_runtime_env() -> dict[str, Any]:
@@ -71,10 +86,7 @@ def ray_session(address: str | None, runtime_env: dict[str, Any] | None = None) 
     `ray start`, else a new local cluster. An existing connection (`ray.init` called earlier) is used as it is.
     `runtime_env` (e.g. `project_runtime_env()`) is passed to `ray.init`.
     """
-    try:
-        import ray
-    except ImportError:
-        raise InputError("the ray engine needs the ray package: pip install 'hf_bpe[ray]'") from None
+    ray = require_ray()
     if ray.is_initialized():
         yield ray
         return

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import gc
 import heapq
-import importlib.util
 import os
 import resource
 import sys
@@ -108,10 +107,9 @@ def _counting_engine(engine: str, ray_address: str | None) -> CountingEngine | N
         if ray_address is not None:
             raise ValueError(f"ray_address={ray_address!r} is only used with engine='ray'")
         return None
-    if importlib.util.find_spec("ray") is None:
-        raise InputError("engine='ray' needs the ray package: pip install 'hf_bpe[ray]'")
-    from hf_bpe.ray_engine import RayCountingEngine  # imported here: ray is an optional extra
+    from hf_bpe.ray_engine import RayCountingEngine, require_ray  # ray itself is imported only if installed
 
+    require_ray("engine='ray'")
     return RayCountingEngine(ray_address)
 
 
