@@ -285,7 +285,7 @@ class Tokenizer:
                 if index % 2:
                     chunks.append([self._special_ids[part]])
                     continue
-                for segment in _segments(part):
+                for segment in (part,) if len(part) <= _SEGMENT_CHARS else _segments(part):
                     pieces = split_into_pieces(segment)
                     remaining = iter(pieces)
                     done, size = 0, _CHUNK_PIECES
