@@ -21,6 +21,7 @@ from hf_bpe.errors import InputError
 def describe_os_error(error: OSError) -> str:
     """'PATH: reason' for an OSError, naming the file it is about when it knows one.
 
+    >>> import errno
     >>> describe_os_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "out/train.bin"))
     'out/train.bin: No space left on device'
     >>> describe_os_error(PermissionError("not allowed"))
