@@ -8,8 +8,12 @@ The merge loop follows the classic incremental algorithm (as in HF tokenizers' B
   2-character string of its ids, so the pairs around a position are slices of the word.
 * `pair_counts` holds the weighted count of every adjacent pair. A merge only changes the pairs next to each merged
   occurrence, so counts are updated from that neighbourhood alone, never by rescanning.
-* `pair_words` is an inverted index pair -> words that may contain it. It only grows: a word whose pair has since
-  been merged away is skipped by a cheap `str.find`.
+* `pair_words` is an inverted index pair -> words that may contain it. Entries are never removed: a word whose pair
+  has since been merged away is skipped by a cheap `str.find`.
+* Memory is what bounds training on big corpora (issue 9): the merge loop holds every distinct pair ever made, about
+  one per distinct pre-token. So the counts are freed once the words are made (`_Words`), the byte pairs are counted
+  in blocks (`_count_byte_pairs`), a pair's index entries are int32 arrays, an `array('i')`, or a bare int when the
+  pair is in one word, and the buckets hold bare pairs (see `_BucketQueue`).
 * Long words (`LONG_WORD_LENGTH` bytes or more: minified code, base64, text without spaces) would make each merge cost
   their whole length in `str.find`/`str.replace`. They are kept as doubly linked positions with their own index
   pair -> positions (as HF tokenizers' `Word`), so a merge costs them time in proportion to the occurrences it merges
@@ -61,6 +65,8 @@ DEFAULT_QUEUE = "buckets"  # the merge loop's priority structure, see QUEUES
 MAX_PAIR_COUNT = (1 << 63) - 1  # `_Corpus` refuses counts that could reach it
 # Words at least this long are merged through linked positions (`_LongWord`) rather than `str.replace`.
 LONG_WORD_LENGTH = 256
+# `_count_byte_pairs` handles the words in blocks of about this many bytes.
+BYTE_PAIR_BLOCK = 1 << 20
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -85,9 +91,10 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     counting_engine = _counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
     start = time.perf_counter()
-    counts = count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,
-                                      engine=counting_engine)
-    return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+    # The counts are never bound to a name here: they are freed as soon as the words are made from them.
+    words = _Words.of_counts(count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors,
+                                                      progress=progress, engine=counting_engine))
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
 
 
 ENGINES = ("local", "ray")
@@ -124,8 +131,8 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
     """
     specials = _check_arguments(vocab_size, special_tokens)
     start = time.perf_counter()
-    counts = count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress)
-    return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+    words = _Words.of_counts(count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress))
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -137,7 +144,7 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
     """
     specials = _check_arguments(vocab_size, special_tokens)
     _check_counts(counts, specials)
-    return _train(counts, vocab_size, specials, progress, verbose, counting_seconds=0.0)
+    return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0)
 
 
 def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | None = None, *,
@@ -151,10 +158,43 @@ def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | N
     >>> merge_pairs({b"abab": 1}, 5)
     [(97, 98), (256, 256)]
     """
+    return _merge(_Words.of_counts(counts), num_merges, progress, long_word_length=long_word_length, queue=queue)
+
+
+class _Words:
+    """The distinct pre-tokens of two or more bytes as the merge loop's words (`str`, one character per byte) and
+    their frequencies: all the merge loop needs of the counts, so the counts can be freed before it starts.
+
+    >>> words = _Words.of_counts({b"ab": 3, b"a": 5, b"abc": 1})
+    >>> words.words, list(words.frequencies), words.distinct
+    (['ab', 'abc'], [3, 1], 3)
+    """
+
+    def __init__(self, words: list[str], frequencies: array, distinct: int) -> None:
+        self.words, self.frequencies, self.distinct = words, frequencies, distinct
+
+    @classmethod
+    def of_counts(cls, counts: Mapping[bytes, int]) -> _Words:
+        words: list[str] = []
+        frequencies = array("q")
+        for word, frequency in counts.items():
+            if len(word) > 1:  # a single byte never takes part in a pair
+                words.append(word.decode("latin-1"))
+                frequency = int(frequency)
+                if frequency > MAX_PAIR_COUNT:
+                    raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
+                frequencies.append(frequency)
+        return cls(words, frequencies, len(counts))
+
+
+def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_length: int = LONG_WORD_LENGTH,
+           queue: str = DEFAULT_QUEUE) -> list[tuple[int, int]]:
+    """`merge_pairs` on words made by `_Words.of_counts`; the corpus's structures take over `words`'s lists."""
     if queue not in QUEUES:
         raise ValueError(f"queue must be one of {', '.join(map(repr, QUEUES))}, got {queue!r}")
     num_merges = min(num_merges, MAX_TOKEN_ID + 1 - 256)
-    corpus = _Corpus(counts, long_word_length)
+    corpus = _Corpus(words, long_word_length)
+    del words
     pair_counts = corpus.pair_counts
     token_keys = [_reverse_order_key(bytes([byte])) for byte in range(256)]
     best_pairs = QUEUES[queue](pair_counts, token_keys)
@@ -216,20 +256,24 @@ class _LazyHeap:
 
 
 class _BucketQueue:
-    """The most frequent pair first, from frequency buckets: count -> entries of the pairs with (at most) that count.
+    """The most frequent pair first, from frequency buckets: count -> the pairs with (at most) that count.
 
     Only the top bucket is ordered (a heap of (order key, pair), smallest key = greatest pair first). The top count
     never rises: a pair created by a merge never counts more than the merged pair (each occurrence of it holds one
     occurrence of the new token, and there are at most as many of those as the merged pair's count), and every other
     count only falls. So buckets are visited once each, from the highest count down. Entries are lazy like the heap's:
     a pair whose count fell since it was filed is moved down to its true bucket when its bucket is reached.
+
+    The other buckets hold bare pairs: a pair's order key is made only when its bucket becomes the top. Most pairs
+    (created in a single rare word) never get there, and a (key, pair) entry for each would cost about 150 bytes per
+    pair, the largest part of the merge loop's memory (887k pairs on the 1.2 GB Linux corpus).
     """
 
     def __init__(self, pair_counts: dict[str, int], token_keys: list[str]) -> None:
         self.pair_counts, self.token_keys = pair_counts, token_keys
-        self.buckets: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        self.buckets: dict[int, list[str]] = defaultdict(list)
         for pair, count in pair_counts.items():
-            self.buckets[count].append((token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair))
+            self.buckets[count].append(pair)
         self.bucket_counts = [-count for count in self.buckets]  # a max-heap of the counts with a bucket
         heapq.heapify(self.bucket_counts)
         self.top_count = MAX_PAIR_COUNT  # the count of `top`, the bucket being drained
@@ -241,36 +285,37 @@ class _BucketQueue:
         while True:
             top, top_count = self.top, self.top_count
             while top:
-                entry = heappop(top)
-                count = pair_counts.get(entry[1], 0)
+                key, pair = heappop(top)
+                count = pair_counts.get(pair, 0)
                 if count == top_count:
-                    return entry[1]
+                    return pair
                 if count:
-                    self._file(count, entry)
+                    self._file(count, pair)
             if not self.bucket_counts:
                 return None
             self.top_count = -heappop(self.bucket_counts)
-            self.top = self.buckets.pop(self.top_count)
+            token_keys = self.token_keys
+            self.top = [(token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair)
+                        for pair in self.buckets.pop(self.top_count)]
             heapq.heapify(self.top)
 
     def add(self, created: dict[str, int]) -> None:
         """Add the pairs a merge created, with their counts."""
-        token_keys = self.token_keys
         for pair, count in created.items():
-            self._file(count, (token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair))
+            self._file(count, pair)
 
-    def _file(self, count: int, entry: tuple[str, str]) -> None:
+    def _file(self, count: int, pair: str) -> None:
         if count < self.top_count:
             bucket = self.buckets.get(count)
             if bucket is None:
-                self.buckets[count] = [entry]
+                self.buckets[count] = [pair]
                 heapq.heappush(self.bucket_counts, -count)
             else:
-                bucket.append(entry)
+                bucket.append(pair)
         elif count == self.top_count:
-            heapq.heappush(self.top, entry)
+            heapq.heappush(self.top, (self.token_keys[ord(pair[0])] + self.token_keys[ord(pair[1])], pair))
         else:
-            raise AssertionError(f"pair {entry[1]!r} counts {count}, more than the top bucket's {self.top_count}")
+            raise AssertionError(f"pair {pair!r} counts {count}, more than the top bucket's {self.top_count}")
 
 
 QUEUES = {"buckets": _BucketQueue, "heap": _LazyHeap}
@@ -283,13 +328,8 @@ class _Corpus:
     costs them time in proportion to the occurrences it merges, not to their length.
     """
 
-    def __init__(self, counts: Mapping[bytes, int], long_word_length: int = LONG_WORD_LENGTH) -> None:
-        self.words: list[str] = []
-        self.frequencies: list[int] = []
-        for word, frequency in counts.items():
-            if len(word) > 1:  # a single byte never takes part in a pair
-                self.words.append(word.decode("latin-1"))
-                self.frequencies.append(int(frequency))
+    def __init__(self, words: _Words, long_word_length: int = LONG_WORD_LENGTH) -> None:
+        self.words, self.frequencies = words.words, words.frequencies
         if sum(self.frequencies) * max(map(len, self.words), default=0) >= 1 << 63:
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
         self.pair_counts, self.pair_words = _count_byte_pairs(self.words, self.frequencies, long_word_length)
@@ -306,9 +346,11 @@ class _Corpus:
 
         The created pairs all contain `new_token`. Their counts and index entries are added here too.
         """
-        candidates = self.pair_words.pop(pair, [])
-        if not isinstance(candidates, list):  # the byte pairs' index entries are numpy arrays
+        candidates = self.pair_words.pop(pair, ())
+        if isinstance(candidates, np.ndarray):  # the byte pairs' index entries
             candidates = candidates.tolist()
+        elif isinstance(candidates, int):  # a pair created in one word
+            candidates = (candidates,)
         created = self._merge_in_words(pair, new_token, candidates)
         for long_word in self.pair_long_words.pop(pair, ()):
             long_word.merge(pair, new_token, self.pair_counts, created, self.pair_long_words)
@@ -316,12 +358,15 @@ class _Corpus:
         self.pair_counts.update(created)
         return created
 
-    def _merge_in_words(self, pair: str, new_token: str, candidates: list[int]) -> dict[str, int]:
+    def _merge_in_words(self, pair: str, new_token: str, candidates: Iterable[int]) -> dict[str, int]:
         """Merge in each candidate word in turn, updating the counts from each occurrence's neighbours.
 
         Decrements of `pair` itself (from overlapping runs) are harmless: the caller deletes its count.
         """
-        words, frequencies, pair_counts, pair_words = self.words, self.frequencies, self.pair_counts, self.pair_words
+        words, frequencies, pair_counts = self.words, self.frequencies, self.pair_counts
+        # The words of each created pair. A pair is created by one merge only (it holds that merge's new token), so
+        # its index entries are all known at the end of this call, and are stored compactly then.
+        pair_words: defaultdict[str, list[int]] = defaultdict(list)
         left, right = pair
         right_left = right + left
         created: dict[str, int] = {}
@@ -365,6 +410,9 @@ class _Corpus:
                         created[new_pair] = created_get(new_pair, 0) + frequency
                         pair_words[new_pair].append(word_index)
                 position = merged.find(new_token, position + 1)
+        index = self.pair_words
+        for new_pair, entries in pair_words.items():
+            index[new_pair] = entries[0] if len(entries) == 1 else array("i", entries)
         return created
 
 
@@ -455,50 +503,79 @@ def _pair_positions(word: str) -> dict[str, np.ndarray]:
             for code, start, stop in zip(sorted_codes[starts].tolist(), starts, starts[1:] + [len(order)])}
 
 
-def _count_byte_pairs(words: list[str], frequencies: list[int], long_word_length: int = LONG_WORD_LENGTH
-                      ) -> tuple[dict[str, int], defaultdict]:
-    """Weighted counts of all adjacent byte pairs, and for each pair the indices of the words shorter than
+def _count_byte_pairs(words: list[str], frequencies: Sequence[int], long_word_length: int = LONG_WORD_LENGTH,
+                      block_positions: int | None = None) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """Weighted counts of all adjacent byte pairs, and for each pair the ascending indices of the words shorter than
     `long_word_length` that hold it (long words have their own index).
 
-    Done with numpy over all words at once: this is the only pass that touches every position of every word.
-    The index values are numpy arrays here (converted to lists when a pair is merged); pairs made by later merges
-    get Python lists.
+    Done with numpy, this is the only pass that touches every position of every word. It runs over blocks of words
+    of about `block_positions` bytes (default `BYTE_PAIR_BLOCK`), so its temporary arrays (about 40 bytes per position) stay small whatever the
+    corpus; each block leaves only its distinct (pair, word) entries as int32. The index values are int32 arrays
+    (converted to lists when a pair is merged); pairs made by merges get theirs in `_Corpus._merge_in_words`.
 
-    >>> counts, index = _count_byte_pairs(["abab", "ba"], [3, 1])
+    >>> counts, index = _count_byte_pairs(["abab", "ba", "aab"], [3, 1, 2], block_positions=4)
     >>> counts, {pair: words.tolist() for pair, words in index.items()}
-    ({'ab': 6, 'ba': 4}, {'ab': [0], 'ba': [0, 1]})
+    ({'aa': 2, 'ab': 8, 'ba': 4}, {'aa': [2], 'ab': [0, 2], 'ba': [0, 1]})
     """
-    pair_words: defaultdict = defaultdict(list)
+    pair_words: dict[str, np.ndarray] = {}
     if not words:
         return {}, pair_words
+    block_positions = BYTE_PAIR_BLOCK if block_positions is None else block_positions
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    flat = np.frombuffer("".join(words).encode("latin-1"), dtype=np.uint8)
-    word_of_position = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
-    pair_codes = (flat[:-1].astype(np.uint16) << 8) | flat[1:]
-    within_word = np.ones(len(pair_codes), dtype=bool)
-    within_word[np.cumsum(lengths)[:-1] - 1] = False  # drop the pairs spanning two words
-    pair_codes = pair_codes[within_word]
-    word_of_pair = word_of_position[:-1][within_word]
+    ends = np.cumsum(lengths)
+    word_frequencies = np.asarray(frequencies, dtype=np.int64)
+    totals = np.zeros(1 << 16, dtype=np.int64)  # exact: `_Corpus` refused counts whose pair totals could overflow
+    blocks: list[tuple[list[int], np.ndarray]] = []  # per block: where each pair code's entries start, word indices
+    first = 0
+    while first < len(words):
+        block_start = int(ends[first - 1]) if first else 0
+        last = min(len(words), max(first + 1, int(np.searchsorted(ends, block_start + block_positions, "right"))))
+        block_lengths = lengths[first:last]
+        flat = np.frombuffer("".join(words[first:last]).encode("latin-1"), dtype=np.uint8)
+        pair_codes = (flat[:-1].astype(np.uint16) << 8) | flat[1:]
+        within_word = np.ones(len(pair_codes), dtype=bool)
+        within_word[np.cumsum(block_lengths)[:-1] - 1] = False  # drop the pairs spanning two words
+        pair_codes = pair_codes[within_word]
+        del flat, within_word
+        word_of_pair = np.repeat(np.arange(first, last, dtype=np.int32), block_lengths - 1)
+        np.add.at(totals, pair_codes, word_frequencies[word_of_pair])
+        in_index = (block_lengths < long_word_length)[word_of_pair - first]
+        # One sorted key per distinct (pair, word): pair code in the high bits, word index in the low ones.
+        keys = (pair_codes[in_index].astype(np.int64) << 32) | word_of_pair[in_index]
+        keys.sort()
+        keys = keys[np.diff(keys, prepend=-1) != 0]
+        del pair_codes, word_of_pair, in_index
+        starts = np.searchsorted(keys >> 32, np.arange((1 << 16) + 1)).tolist()
+        blocks.append((starts, (keys & 0xFFFFFFFF).astype(np.int32)))
+        del keys
+        first = last
 
-    # A stable sort groups the positions by pair, with word indices ascending within each group.
-    order = np.argsort(pair_codes, kind="stable")
-    sorted_codes, sorted_words = pair_codes[order], word_of_pair[order]
-    # Summing in int64 through a cumulative sum keeps the counts exact (np.bincount would sum in float64).
-    cumulative_weights = np.cumsum(np.asarray(frequencies, dtype=np.int64)[sorted_words])
-    group_starts = np.flatnonzero(np.diff(sorted_codes, prepend=-1))
-    group_totals = np.diff(cumulative_weights[np.append(group_starts[1:], len(sorted_codes)) - 1], prepend=0)
-
-    first_in_word = np.ones(len(sorted_codes), dtype=bool)  # drop repeats of a pair within one word
-    first_in_word[1:] = (sorted_codes[1:] != sorted_codes[:-1]) | (sorted_words[1:] != sorted_words[:-1])
-    first_in_word &= lengths[sorted_words] < long_word_length
-    index_codes, index_words = sorted_codes[first_in_word], sorted_words[first_in_word]
-    index_starts = np.flatnonzero(np.diff(index_codes, prepend=-1)).tolist()
-    index_stops = index_starts[1:] + [len(index_codes)]
-
-    pair_counts = {chr(code >> 8) + chr(code & 255): total
-                   for code, total in zip(sorted_codes[group_starts].tolist(), group_totals.tolist())}
-    for code, start, stop in zip(index_codes[index_starts].tolist(), index_starts, index_stops):
-        pair_words[chr(code >> 8) + chr(code & 255)] = index_words[start:stop]
+    codes = np.flatnonzero(totals).tolist()
+    pair_counts = {chr(code >> 8) + chr(code & 255): total for code, total in zip(codes, totals[codes].tolist())}
+    if len(blocks) == 1:
+        (starts, block_words), = blocks
+        for code in codes:
+            if starts[code] < starts[code + 1]:
+                pair_words[chr(code >> 8) + chr(code & 255)] = block_words[starts[code]:starts[code + 1]]
+        return pair_counts, pair_words
+    # Several blocks: gather each pair's entries into one array, pair after pair, freeing each block once copied.
+    sizes = np.zeros(1 << 16, dtype=np.int64)
+    for starts, _ in blocks:
+        sizes += np.diff(starts)
+    offsets = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    index = np.empty(offsets[-1], dtype=np.int32)
+    filled = offsets[:-1]  # where each pair's next entries go
+    while blocks:
+        starts, block_words = blocks.pop(0)
+        for code in codes:
+            start, stop = starts[code], starts[code + 1]
+            if start < stop:
+                index[filled[code]:filled[code] + stop - start] = block_words[start:stop]
+                filled[code] += stop - start
+        del starts, block_words
+    for code in codes:
+        if offsets[code] < offsets[code + 1]:
+            pair_words[chr(code >> 8) + chr(code & 255)] = index[offsets[code]:offsets[code + 1]]
     return pair_counts, pair_words
 
 
@@ -511,10 +588,11 @@ def _reverse_order_key(token: bytes) -> str:
     return token.translate(_REVERSE_BYTES).decode("latin-1") + "\u0100"
 
 
-def _train(counts: Mapping[bytes, int], vocab_size: int, special_tokens: list[str], progress: bool | None,
+def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: bool | None,
            verbose: bool, counting_seconds: float) -> tuple[Vocab, Merges]:
     start = time.perf_counter()
-    id_merges = merge_pairs(counts, vocab_size - 256 - len(special_tokens), progress)
+    distinct = words.distinct
+    id_merges = _merge(words, vocab_size - 256 - len(special_tokens), progress)
     vocab: Vocab = {byte: bytes([byte]) for byte in range(256)}
     merges: Merges = []
     for left, right in id_merges:
@@ -523,7 +601,7 @@ def _train(counts: Mapping[bytes, int], vocab_size: int, special_tokens: list[st
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     if verbose:
-        print(f"hf_bpe: {len(counts):,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
+        print(f"hf_bpe: {distinct:,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
               f"{len(merges):,} merges in {time.perf_counter() - start:.2f} s, "
               f"peak memory {_peak_memory_mb():,.0f} MB", file=sys.stderr)
     return vocab, merges

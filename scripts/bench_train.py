@@ -69,7 +69,7 @@ def run_tool(tool: str, paths: list[str], vocab_size: int, workers: int | None) 
 def run_queues(paths: list[str], vocab_size: int, workers: int | None, repeats: int) -> dict:
     """Count once, then time the merge loop with each queue, alternating; and size the merge loop's structures."""
     from hf_bpe.count import count_pretokens_in_files
-    from hf_bpe.train import _Corpus, merge_pairs
+    from hf_bpe.train import _Corpus, _Words, merge_pairs
 
     counts = count_pretokens_in_files(paths, SPECIAL_TOKENS, num_workers=workers, progress=False)
     num_merges = vocab_size - 256 - len(SPECIAL_TOKENS)
@@ -83,7 +83,7 @@ def run_queues(paths: list[str], vocab_size: int, workers: int | None, repeats: 
     if merges["buckets"] != merges["heap"]:
         sys.exit("the two queues gave different merges")
     before = current_rss()
-    corpus = _Corpus(counts)
+    corpus = _Corpus(_Words.of_counts(counts))
     structures = {
         "distinct_pretokens": len(counts),
         "words": len(corpus.words),

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2
+import hf_bpe.train
 from hf_bpe.train import (
     LONG_WORD_LENGTH,
+    _count_byte_pairs,
     _reverse_order_key,
     merge_pairs,
     train_bpe,
@@ -359,3 +361,35 @@ def test_a_created_pair_never_counts_more_than_the_merged_pair(counts: dict[byte
 def test_unknown_queue_is_refused() -> None:
     with pytest.raises(ValueError, match=re.escape("queue must be one of 'buckets', 'heap', got 'fibonacci'")):
         merge_pairs({b"ab": 1}, 3, queue="fibonacci")
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts=st.dictionaries(st.one_of(long_words, st.binary(min_size=2, max_size=9)), st.integers(1, 1 << 40),
+                              max_size=30),
+       long_word_length=st.sampled_from([2, 3, 5, LONG_WORD_LENGTH]), block_positions=st.sampled_from([1, 2, 7, 40, 1 << 20]))
+def test_byte_pairs_are_counted_and_indexed_the_same_in_any_blocks(counts: dict[bytes, int], long_word_length: int,
+                                                                   block_positions: int) -> None:
+    words = [word.decode("latin-1") for word in counts]
+    expected_counts: Counter[str] = Counter()
+    expected_index: dict[str, list[int]] = {}
+    for word_index, (word, count) in enumerate(zip(words, counts.values())):
+        for pair in map("".join, zip(word, word[1:])):
+            expected_counts[pair] += count
+            if len(word) < long_word_length and word_index not in expected_index.setdefault(pair, []):
+                expected_index[pair].append(word_index)
+    pair_counts, pair_words = _count_byte_pairs(words, list(counts.values()), long_word_length, block_positions)
+    assert pair_counts == expected_counts
+    assert {pair: entries.tolist() for pair, entries in pair_words.items()} == expected_index
+    assert all(entries.dtype == np.int32 for entries in pair_words.values())
+
+
+@differential
+@given(corpus=corpora, words=long_word_counts, block_positions=st.sampled_from([1, 3, 16]),
+       num_merges=st.integers(1, 70))
+def test_merges_do_not_depend_on_the_byte_pair_blocks(monkeypatch: pytest.MonkeyPatch, corpus: list[str],
+                                                      words: dict[bytes, int], block_positions: int,
+                                                      num_merges: int) -> None:
+    counts = reference_counts(corpus, [ENDOFTEXT]) + Counter(words)
+    monkeypatch.setattr(hf_bpe.train, "BYTE_PAIR_BLOCK", block_positions)
+    expected = reference_train_from_counts(counts, 256 + num_merges)[1]
+    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=7)) == expected
