@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,13 @@ class TiktokenEncoder:
         if self.encoding is None:
             self.encoding = build_tiktoken(self.tokenizer_dir)
         return self.encoding.encode_ordinary_batch(texts, num_threads=self.num_threads)
+
+    def encode_to_arrays(self, pieces: Iterable[str], dtype: Any) -> Iterator[Any]:
+        """One long document, as the pipeline gives it to hf_bpe's encoder: tiktoken's `encode_to_numpy` (ordinary
+        text with no special tokens allowed or disallowed) instead of a list of Python ints."""
+        if self.encoding is None:
+            self.encoding = build_tiktoken(self.tokenizer_dir)
+        yield self.encoding.encode_to_numpy("".join(pieces), disallowed_special=()).astype(dtype)
 
 
 def build_tiktoken(tokenizer_dir: str) -> Any:

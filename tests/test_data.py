@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from hf_bpe import data as data_module
 from hf_bpe.data import load_tokens, tokenize_dataset, tokenizer_directory_hash
 from hf_bpe.encode import Tokenizer
@@ -582,10 +585,13 @@ def test_help_states_the_special_token_and_overwrite_rules():
 @pytest.mark.parametrize("streaming,num_proc", [(False, 1), (False, 2), (True, 2)])
 def test_texts_go_to_the_encoder_in_groups_with_the_same_result(streaming, num_proc, allow_special, tokenizer_dir,
                                                                   encoder, tmp_path, monkeypatch):
-    # Groups of one to three documents, and documents longer than a group streamed through encode_iterable (the
-    # workers are forked, so they see the patched value).
+    # Groups of one to three documents, and documents longer than a group streamed through encode_iterable in
+    # pieces of 5 bytes (cutting multi-byte characters) whose ids come back 3 at a time (the workers are forked, so
+    # they see the patched values).
     monkeypatch.setattr(data_module, "GROUP_CHARS", 12)
-    long_documents = [" ".join(DOCUMENTS) * 3, f"x{EOT}y " * 40 + "tail"]
+    monkeypatch.setattr(data_module, "LONG_PIECE_CHARS", 5)
+    monkeypatch.setattr(data_module, "LONG_PIECE_IDS", 3)
+    long_documents = [" ".join(DOCUMENTS) * 3, f"x{EOT}y " * 40 + "tail", "日本語 😀é" * 9]
     documents = DOCUMENTS * 2 + long_documents
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
     run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], batch_size=7,
@@ -594,3 +600,98 @@ def test_texts_go_to_the_encoder_in_groups_with_the_same_result(streaming, num_p
                                      FIXTURES / "train-bpe-reference-merges.txt"), [EOT] if allow_special else [])
     np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"),
                                   expected_tokens(documents, reference, eot_id=0))
+
+
+class RecordingEncoder:
+    """The hf_bpe encoder, recording the characters of each call and of each piece of a long document."""
+
+    def __init__(self, tokenizer_dir: Path) -> None:
+        self.inner = data_module.HFBPEEncoder.from_directory(tokenizer_dir)
+        self.group_chars: list[int] = []
+        self.piece_chars: list[int] = []
+
+    def __call__(self, texts):
+        self.group_chars.append(sum(map(len, texts)))
+        return self.inner(texts)
+
+    def encode_to_arrays(self, pieces, dtype):
+        def recorded():
+            for piece in pieces:
+                self.piece_chars.append(len(piece))
+                yield piece
+        return self.inner.encode_to_arrays(recorded(), dtype)
+
+
+def test_the_encoder_never_gets_more_than_a_group(tokenizer_dir, encoder, tmp_path, monkeypatch):
+    """One map batch of 40 documents: the encoder sees groups of at most GROUP_CHARS characters, and a longer
+    document only in pieces of at most LONG_PIECE_CHARS, whatever the batch holds."""
+    monkeypatch.setattr(data_module, "GROUP_CHARS", 2000)  # random_documents are 20-200 words: 0.1-1.5k bytes
+    monkeypatch.setattr(data_module, "LONG_PIECE_CHARS", 100)
+    documents = random_documents(40, seed=3)
+    documents[7] = documents[7] * 20  # over 2,000 characters
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
+    recording = RecordingEncoder(tokenizer_dir)
+    run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(data_file)], batch_size=40, num_proc=1,
+        encoder=recording)
+    assert max(recording.group_chars) <= 2000 and len(recording.group_chars) > 5
+    assert sum(recording.group_chars) + sum(recording.piece_chars) == sum(map(len, documents))
+    assert sum(recording.piece_chars) == len(documents[7]) and max(recording.piece_chars) <= 100
+    np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"), expected_tokens(documents, encoder, 0))
+
+
+def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, tmp_path, monkeypatch):
+    """The map function on one arrow batch of 6 MB of text allocates in Python a bounded amount (one group of 32 KB
+    here, and the encoder's window), not a multiple of the batch, and returns a row of a few numbers: before, the batch's texts became Python
+    strings and its ids were concatenated and copied into arrow (a 409 MB batch of the Linux corpus took a map worker
+    to 1.9 GB). Measured: 1.6 MB; with groups as large as the batch, 52 MB."""
+    import tracemalloc
+
+    import datasets
+
+    monkeypatch.setattr(data_module, "GROUP_CHARS", 1 << 15)
+    paragraph = " ".join(random_documents(100, seed=5))  # ~70 KB
+    documents = [paragraph * (1 + index % 3) for index in range(40)]  # each longer than a group
+    documents += [paragraph[:3000]] * 300  # and groups of short ones
+    text_bytes = sum(len(document.encode()) for document in documents)
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
+    batch = datasets.load_dataset("json", data_files=[str(data_file)], split="train",
+                                  cache_dir=str(tmp_path / "hf-cache")).with_format("arrow")[:]
+    flatten = data_module.BatchFlattener(data_module.HFBPEEncoder.from_directory(tokenizer_dir), "text", 0,
+                                         np.dtype(np.uint16))
+    write_ids = data_module.IdsToFiles(flatten, tmp_path)
+    try:
+        warm_up = write_ids(batch.slice(0, 3), [0, 1, 2])  # the encoder's caches and window: ~1.5 MB
+        tracemalloc.start()
+        try:
+            row = write_ids(batch, list(range(len(documents))))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        write_ids.close()
+    assert peak < text_bytes / 2.5, (peak, text_bytes)
+    assert row == {"ids_file": [f"ids-{os.getpid()}.bin"], "start": warm_up["stop"], "stop": [row["stop"][0]],
+                   "num_documents": [len(documents)]}
+    ids = np.fromfile(tmp_path / row["ids_file"][0], dtype=np.uint16, offset=row["start"][0])
+    np.testing.assert_array_equal(ids, expected_tokens(documents, encoder, 0))
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_the_ids_files_are_joined_in_dataset_order(kernel_copy, tokenizer_dir, encoder, random_jsonl, tmp_path,
+                                                   monkeypatch):
+    """Two map workers, each appending many batches to its own file: the .bin is the documents in order, whether
+    the spans are copied by copy_file_range or through Python."""
+    if not kernel_copy:
+        monkeypatch.delattr(os, "copy_file_range", raising=False)
+    run(tokenizer_dir, "json", tmp_path / "out", tmp_path, data_files=[str(random_jsonl)], batch_size=700,
+        num_proc=2)
+    documents = [json.loads(line)["text"] for line in random_jsonl.read_text(encoding="utf-8").splitlines()]
+    np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"), expected_tokens(documents, encoder, 0))
+
+
+@given(st.text(max_size=60), st.integers(1, 9))
+def test_utf8_pieces_join_to_the_text(text, piece_bytes):
+    text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates: arrow strings are valid UTF-8
+    pieces = list(data_module._utf8_pieces(text.encode("utf-8"), piece_bytes))
+    assert "".join(pieces) == text
+    assert all(len(piece.encode("utf-8")) <= piece_bytes + 3 for piece in pieces)
