@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import random
+from functools import cache
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hf_bpe.gpt2_format import load_gpt2
 from hf_bpe.merge import (
     MAX_SCAN_MERGE_LENGTH,
     BatchTables,
     MissingByteError,
+    _lookup_ranks,
     merge_batch,
     merge_by_scanning,
     merge_ids,
     merge_with_heap,
 )
+from hf_bpe.pretokenize import pretokenize
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -115,3 +123,93 @@ def test_long_words_use_the_heap_and_finish_fast() -> None:
     result = merge_ids(list(ids), pair_ranks, merged_ids)
     assert result == [3] * 25_000 + [0]
     assert merge_ids([0] * 101, pair_ranks, merged_ids) == reference_merge([0] * 101, pair_ranks, merged_ids)
+
+
+def plain_monotone(pair_ranks: dict[tuple[int, int], int], merged_ids: list[int]) -> bool:
+    """Every merge that uses a token ranks after every merge that makes it."""
+    return all(rank < other for (left, right), other in pair_ranks.items()
+               for rank, merged in enumerate(merged_ids) if merged in (left, right))
+
+
+@FAST
+@given(random_merges())
+def test_monotone_flag_and_pair_lookup_equal_plain_definitions(merges: tuple[dict[tuple[int, int], int], list[int]]
+                                                                ) -> None:
+    pair_ranks, merged_ids = merges
+    tables = BatchTables({byte: byte for byte in range(8)}, pair_ranks, merged_ids)
+    assert tables.monotone == plain_monotone(pair_ranks, merged_ids)
+    # Every pair over the ids and the separator, exhaustively.
+    everything = np.arange(tables.separator + 1, dtype=tables.dtype)
+    left, right = np.repeat(everything, everything.size), np.tile(everything, everything.size)
+    expected = [pair_ranks.get(pair, tables.no_rank) for pair in zip(left.tolist(), right.tolist())]
+    assert _lookup_ranks(left, right, tables).tolist() == expected
+
+
+def test_pair_lookup_probes_past_colliding_keys() -> None:
+    """Many keys: long probe runs happen, and every pair of the first 300 ids is looked up right."""
+    rng = random.Random(3)
+    pair_ranks: dict[tuple[int, int], int] = {}
+    while len(pair_ranks) < 20_000:
+        pair_ranks.setdefault((rng.randrange(300), rng.randrange(300)), len(pair_ranks))
+    tables = BatchTables({byte: byte for byte in range(256)}, pair_ranks, [299] * len(pair_ranks))
+    ids = np.arange(300, dtype=tables.dtype)
+    left, right = np.repeat(ids, ids.size), np.tile(ids, ids.size)
+    expected = [pair_ranks.get(pair, tables.no_rank) for pair in zip(left.tolist(), right.tolist())]
+    assert _lookup_ranks(left, right, tables).tolist() == expected
+
+
+@cache
+def gpt2_tables() -> tuple[dict[int, int], dict[tuple[int, int], int], list[int]]:
+    """byte ids, pair ranks and merged ids of the GPT-2 fixture, as the encoder builds them."""
+    vocab, merges = load_gpt2(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt")
+    token_ids = {token: token_id for token_id, token in vocab.items()}
+    pair_ranks: dict[tuple[int, int], int] = {}
+    for rank, (left, right) in enumerate(merges):
+        pair_ranks.setdefault((token_ids[left], token_ids[right]), rank)
+    return ({byte: token_ids[bytes([byte])] for byte in range(256)}, pair_ranks,
+            [token_ids[left + right] for left, right in merges])
+
+
+def gpt2_reference(words: list[bytes]) -> list[tuple[int, ...]]:
+    byte_ids, pair_ranks, merged_ids = gpt2_tables()
+    return [tuple(reference_merge([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) for word in words]
+
+
+def test_gpt2_merges_are_monotone_and_batch_merge_equals_the_reference() -> None:
+    """Pre-tokens of real text, with long ones, in batches of several sizes (the words finish at many steps, so
+    finished words both stay in the arrays and leave them)."""
+    tables = BatchTables(*gpt2_tables())
+    assert tables.monotone
+    text = "".join((FIXTURES / name).read_text(encoding="utf-8") for name in ("corpus.en", "german.txt"))
+    words = list(map(str.encode, dict.fromkeys(pretokenize(text))))
+    words += [b"x" * 300, "ñ".encode() * 70, b"-" * 257, b"\x00\xff" * 40, bytes(range(256))]
+    expected = gpt2_reference(words)
+    for size in (1, 7, 256, 4096):
+        assert [ids for start in range(0, len(words), size)
+                for ids in merge_batch(words[start:start + size], tables)] == expected
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.binary(max_size=12), st.binary(min_size=40, max_size=300),
+                          st.builds(lambda byte, count: byte * count, st.sampled_from([b"a", b"=", b" ", b"\xe3"]),
+                                    st.integers(0, 200))), max_size=60))
+def test_gpt2_batch_merge_of_random_bytes_equals_the_reference(words: list[bytes]) -> None:
+    """Random bytes, runs of one byte, and very long words mixed with short and empty ones."""
+    assert merge_batch(words, BatchTables(*gpt2_tables())) == gpt2_reference(words)
+
+
+@FAST
+@given(random_merges(), st.lists(st.lists(st.integers(0, 7), max_size=60), max_size=30))
+def test_batch_merge_with_arbitrary_merges_equals_the_reference(merges: tuple[dict[tuple[int, int], int], list[int]],
+                                                                words: list[list[int]]) -> None:
+    """Merged ids drawn among the byte ids: cycles, repeated pairs, non-monotone and unreachable merges."""
+    pair_ranks, merged_ids = merges
+    byte_ids = {byte: byte for byte in range(8)}
+    expected = [tuple(reference_merge(word, pair_ranks, merged_ids)) for word in words]
+    assert merge_batch([bytes(word) for word in words], BatchTables(byte_ids, pair_ranks, merged_ids)) == expected
+
+
+def test_batch_merge_of_no_words_and_of_empty_words() -> None:
+    tables = BatchTables({97: 0}, {(0, 0): 0}, [1])
+    assert merge_batch([], tables) == []
+    assert merge_batch([b"", b"aaa", b""], tables) == [(), (1, 0), ()]
