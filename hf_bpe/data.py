@@ -542,18 +542,26 @@ def _write_streaming(data: Any, flatten: BatchFlattener, file: BinaryIO, batch_s
     num_documents = 0
     with progress_bar(progress, desc=f"tokenizing {Path(file.name).name}", unit="doc") as bar, \
             _interrupts_in_this_process_only():
-        for ids, count in _encode_stream(_numbered_batches(data, batch_size), flatten, num_proc):
+        for ids, count in _encode_stream(_numbered_batches(data, flatten.text_column, batch_size), flatten,
+                                          num_proc):
             file.write(memoryview(ids))
             num_documents += count
             bar.update(count)
     return num_documents
 
 
-def _numbered_batches(data: Any, batch_size: int) -> Iterator[tuple[dict[str, list[Any]], int]]:
+def _numbered_batches(data: Any, text_column: str, batch_size: int) -> Iterator[tuple[dict[str, list[Any]], int]]:
+    """(batch of Python rows, its first row): at most `batch_size` documents and, unless one document is longer,
+    8 x GROUP_CHARS bytes of text. The stream is read as arrow, so only these batches become Python strings (and
+    are pickled to the workers), never the text of `batch_size` documents at once."""
     first_row = 0
-    for batch in data.iter(batch_size=batch_size):
-        yield batch, first_row
-        first_row += len(next(iter(batch.values()), []))
+    for table in data.with_format("arrow").iter(batch_size=batch_size):
+        if text_column not in table.column_names:
+            raise missing_column_error(text_column, table.column_names)
+        texts = table.column(text_column)
+        for start, stop in _group_bounds(_utf8_sizes(texts), 8 * GROUP_CHARS):
+            yield {text_column: texts.slice(start, stop - start).to_pylist()}, first_row + start
+        first_row += table.num_rows
 
 
 def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten: BatchFlattener,

@@ -695,3 +695,23 @@ def test_utf8_pieces_join_to_the_text(text, piece_bytes):
     pieces = list(data_module._utf8_pieces(text.encode("utf-8"), piece_bytes))
     assert "".join(pieces) == text
     assert all(len(piece.encode("utf-8")) <= piece_bytes + 3 for piece in pieces)
+
+
+def test_a_stream_is_cut_into_batches_of_bounded_text(tmp_path, monkeypatch):
+    """--streaming: the rows go to the workers in batches of at most --batch-size documents and 8 x GROUP_CHARS
+    bytes (a longer document alone), numbered by their first row, all rows in order."""
+    import datasets
+
+    monkeypatch.setattr(data_module, "GROUP_CHARS", 100)
+    documents = random_documents(60, seed=7)
+    documents[10] = "é" * 2000  # longer than a batch's bytes
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc, "id": index} for index, doc in
+                                                      enumerate(documents)])
+    stream = datasets.load_dataset("json", data_files=[str(data_file)], split="train", streaming=True)
+    batches = list(data_module._numbered_batches(stream, "text", batch_size=25))
+    assert [row for _, row in batches] == list(np.cumsum([0] + [len(batch["text"]) for batch, _ in batches[:-1]]))
+    assert [text for batch, _ in batches for text in batch["text"]] == documents
+    for batch, first_row in batches:
+        assert list(batch) == ["text"] and len(batch["text"]) <= 25
+        assert sum(len(text.encode()) for text in batch["text"]) <= 800 or batch["text"] == [documents[first_row]]
+    assert len(batches) > 30  # cut by bytes (~40 KB of text), not only by 25 documents
