@@ -7,72 +7,53 @@
 >>> tokenizer.decode([257, 32, 257, 100, 258])
 'abc abcd<|endoftext|>'
 
-How it is fast: text is cut into *pieces* (`split_into_pieces`: an optional space and a run of non-whitespace, or
-whitespace) by one C-level `re.findall`, and the pieces map to their ids through a cache with C-level `map`, so text
-seen before costs two C calls. A piece missing from the cache is pre-tokenized alone (stdlib `re` for ASCII, about
-twice as fast as `regex`), its pre-tokens are looked up in a second cache, and pre-tokens never seen before wait,
-with a marker in the ids, until enough of them have gathered to be merged in one numpy batch (`hf_bpe.merge`); the
-markers are then replaced. Both caches together are bounded in bytes (`cache_bytes`); see `PieceCache`.
+How it is fast: text is cut into GPT-2 pre-tokens by one C-level `re.findall` (stdlib `re`, with the pinned
+character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level `map`, so
+text whose pre-tokens were seen before costs two C calls. Pre-tokens missing from the cache wait, with a marker in
+the ids, until enough of them have gathered to be merged in one numpy batch (`hf_bpe.merge`); the markers are then
+replaced. The cache is bounded in bytes (`cache_bytes`); see `hf_bpe.pretoken_cache`.
 """
 
 from __future__ import annotations
 
 import gc
-import operator
 import os
-import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, compress, islice
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
-
-import numpy as np
 
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2_merges_numbered, load_gpt2_vocab
 from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch, merge_ids
+from hf_bpe.pretoken_cache import PretokenCache, replace_markers
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
     SAFE_SPACE_REGEX,
-    WHITESPACE_CHARS,
     SpecialTokenSplitter,
     replace_surrogates,
-    split_into_pieces,
     validate_special_tokens,
 )
 
-#: Default bound, in bytes, of a Tokenizer's caches (keys, id tuples and hash tables, as `sys.getsizeof` counts).
+#: Default bound, in bytes, of a Tokenizer's cache (keys, id tuples and hash tables, as `sys.getsizeof` counts).
 DEFAULT_CACHE_BYTES = 256 << 20
-# Pieces and pre-tokens longer than this are encoded but not cached, so one huge piece cannot pin memory.
-_MAX_CACHED_LENGTH = 256
 # New pre-tokens are merged once this many have gathered (or at the end of a call): large enough for numpy's batch
 # merge to pay (see hf_bpe.merge), small enough that the text held back meanwhile stays small.
 _PENDING_BATCH = 4096
-# A text's pieces are looked up in chunks of at least this many (doubling while none is missing), so that the pieces
-# missing from a long text are encoded (and enter the cache) every few thousand pieces, not only at its end.
-_CHUNK_PIECES = 4096
 # encode_iterable encodes the buffered text once it holds this many characters.
 _STREAM_WINDOW = 1 << 16
-# A text longer than this is split into pieces one segment at a time (see _segments).
+# A text longer than this is pre-tokenized one segment at a time (see _segments).
 _SEGMENT_CHARS = 1 << 20
 # encode_batch uses processes only for at least this many characters of text: below it, starting them costs more.
 _MIN_PARALLEL_LENGTH = 1 << 20
-# In a text's ids, stands for a piece whose ids wait for the batch merge (ids are never negative).
-_PENDING = -1
-_PENDING_IDS = (_PENDING,)
-# Joins pieces to pre-tokenize them in one call: "\n" is whitespace, so it is a pre-token of its own between two pieces
-# that end and start with non-whitespace, or with a space followed by non-whitespace (see PieceCache.resolve).
-_SEPARATOR = "\n"
-_SEPARATOR_IDS: tuple[int, ...] = ()
-_WHITESPACE = frozenset(WHITESPACE_CHARS)
 
 
 class Tokenizer:
     """Byte-level BPE encoder and decoder: GPT-2 pre-tokenization, then merges applied lowest rank first.
 
-    `cache_bytes` bounds the memory of the encoder's caches (default 256 MiB); encoding speed does not depend on it
-    as long as the distinct pieces of the text at hand fit.
+    `cache_bytes` bounds the memory of the encoder's cache (default 256 MiB); encoding speed does not depend on it
+    as long as the distinct pre-tokens of the text at hand fit (about 1.3 million at the default).
     """
 
     def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
@@ -119,7 +100,7 @@ class Tokenizer:
             self._pair_ranks.setdefault((left_id, right_id), rank)
             self._merged_ids.append(merged_id)  # type: ignore[arg-type]
         self._batch_tables: BatchTables | None = None  # built on the first large batch of new pre-tokens
-        self._cache = PieceCache(self._merge_pretokens, self.cache_bytes)
+        self._cache = PretokenCache(self._merge_pretokens, self.cache_bytes)
 
     @classmethod
     def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
@@ -215,7 +196,7 @@ class Tokenizer:
         """Yield the ids of "".join(iterable), holding only a bounded window of the text.
 
         Memory stays bounded whatever the length of the text: the text window (64K characters, more only while one
-        pre-token is longer) plus the caches, at most `cache_bytes` (default 256 MiB).
+        pre-token is longer) plus the cache, at most `cache_bytes` (default 256 MiB).
 
         Buffered text is encoded up to its last safe cut: a position where cutting provably does not change the
         result (before a space followed by non-whitespace, or at a special token's edge), far enough from the end
@@ -254,11 +235,11 @@ class Tokenizer:
         yield from self.encode(buffer)
 
     def _encode_texts(self, texts: list[str]) -> list[list[int]]:
-        """Encode texts: special tokens first (longest first), then the pieces of the text between them.
+        """Encode texts: special tokens first (longest first), then the pre-tokens of the text between them.
 
-        Each text's ids are built in chunks of at most `_CHUNK_PIECES` pieces. A chunk with pieces missing from the
-        cache holds markers; once enough missing pieces have gathered (and at the end), they are encoded in one
-        batch and the markers replaced.
+        Each segment's ids are looked up in one call. A segment with pre-tokens missing from the cache holds markers;
+        once enough missing pre-tokens have gathered (and at the end), they are merged in one batch and the markers
+        replaced.
         """
         # Encoding allocates millions of small tuples (the cache's values) and no reference cycles: with the cyclic
         # garbage collector paused, a first pass over text runs 10% faster (it would otherwise traverse the growing
@@ -266,44 +247,36 @@ class Tokenizer:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._encode_texts_in_chunks(texts)
+            return self._encode_segments(texts)
         finally:
             if collecting:
                 gc.enable()
 
-    def _encode_texts_in_chunks(self, texts: list[str]) -> list[list[int]]:
+    def _encode_segments(self, texts: list[str]) -> list[list[int]]:
         cache = self._cache
-        lookup = cache.__getitem__
-        waiting = cache.waiting
+        lookup, waiting = cache.__getitem__, cache.waiting
         split_keeping = self._splitter.split_keeping if self._splitter else None
-        results: list[list[list[int]]] = []  # per text, its chunks of ids
-        marked: list[tuple[list[list[int]], int, int]] = []  # (chunks, chunk index, its first marker in `waiting`)
+        results: list[list[list[int]]] = []  # per text, the ids of its segments and special tokens
+        marked: list[tuple[list[list[int]], int, int]] = []  # (segments' ids, index, its first marker in `waiting`)
         for text in texts:
             text = replace_surrogates(text)
-            chunks: list[list[int]] = []
+            parts: list[list[int]] = []
             for index, part in enumerate([text] if split_keeping is None else split_keeping(text)):
                 if index % 2:
-                    chunks.append([self._special_ids[part]])
+                    parts.append([self._special_ids[part]])
                     continue
                 for segment in (part,) if len(part) <= _SEGMENT_CHARS else _segments(part):
-                    pieces = split_into_pieces(segment)
-                    remaining = iter(pieces)
-                    done, size = 0, _CHUNK_PIECES
-                    while done < len(pieces):
-                        before = len(waiting)
-                        chunks.append(list(chain.from_iterable(map(lookup, islice(remaining, size)))))
-                        done += size
-                        if len(waiting) == before:
-                            size *= 2  # the cache holds this text's pieces: look up larger chunks
-                        else:
-                            marked.append((chunks, len(chunks) - 1, before))
-                            size = _CHUNK_PIECES
-                            if len(waiting) >= _PENDING_BATCH:
-                                _fill_marked(cache, marked)
-            results.append(chunks)
+                    before = len(waiting)
+                    pretokens = (GPT2_ASCII_REGEX if segment.isascii() else GPT2_REGEX).findall(segment)
+                    parts.append(list(chain.from_iterable(map(lookup, pretokens))))
+                    if len(waiting) != before:
+                        marked.append((parts, len(parts) - 1, before))
+                        if len(waiting) >= _PENDING_BATCH:
+                            _fill_marked(cache, marked)
+            results.append(parts)
         if marked:
             _fill_marked(cache, marked)
-        return [chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks)) for chunks in results]
+        return [parts[0] if len(parts) == 1 else list(chain.from_iterable(parts)) for parts in results]
 
     def _merge_pretokens(self, pretokens: list[str]) -> list[tuple[int, ...]]:
         """The ids of each pre-token: one numpy batch for many (hf_bpe.merge), else one at a time."""
@@ -329,7 +302,7 @@ class Tokenizer:
         return tuple(merge_ids(ids, self._pair_ranks, self._merged_ids))
 
     def cache_size(self) -> int:
-        """The bytes the encoder's caches hold now, as counted against `cache_bytes`."""
+        """The bytes the encoder's cache holds now, as counted against `cache_bytes`."""
         return self._cache.size()
 
     # --------------------------------------------------------------------------------------------------- decoding
@@ -364,157 +337,15 @@ class Tokenizer:
                 f"special_tokens={self._special_tokens!r})")
 
 
-class PieceCache(dict[str, tuple[int, ...]]):
-    """piece -> ids, looked up in C (`map(cache.__getitem__, pieces)`), bounded in bytes, with a pre-token cache.
-
-    A miss only records the piece in `waiting` and hands out the marker `(-1,)`; `resolve` then encodes all waiting
-    pieces at once with C-level calls: the pieces that are not whitespace are joined with "\\n" (a pre-token of its
-    own that no pre-token crosses) and pre-tokenized by one `findall` per regex, new pre-tokens are merged in one
-    batch, and each piece's ids are cut from the flat ids at the separators with numpy.
-
-    Memory: the pre-token cache gets a quarter of `max_bytes` and is emptied when full (it only serves misses). The
-    pieces are kept in two generations of 3/8 each: when the young one (this dict) fills up, it becomes the old one
-    and starts empty; a miss finds a piece in the old generation before computing it, and moves it back. So the
-    pieces used since the last turn survive, the bound holds, and a full cache never turns into a stream of misses.
-
-    >>> cache = PieceCache(lambda pretokens: [tuple(map(ord, p)) for p in pretokens], 1 << 20)
-    >>> cache["ab,"], cache["ab,"], cache.waiting
-    ((-1,), (-1,), ['ab,', 'ab,'])
-    >>> cache.resolve(), cache["ab,"], cache.waiting
-    ({'ab,': (97, 98, 44)}, (97, 98, 44), [])
-    """
-
-    def __init__(self, merge: Callable[[list[str]], list[tuple[int, ...]]], max_bytes: int) -> None:
-        super().__init__()
-        self._merge = merge
-        self._generation_bytes = max_bytes * 3 // 8
-        self._pretoken_bytes_limit = max_bytes // 4
-        self._bytes = 0
-        self._old: dict[str, tuple[int, ...]] = {}
-        self._old_bytes = 0
-        self._pretokens: dict[str, tuple[int, ...]] = {_SEPARATOR: _SEPARATOR_IDS}
-        self._pretoken_bytes = 0
-        #: The pieces that got a marker, once per marker, in the order handed out.
-        self.waiting: list[str] = []
-
-    def size(self) -> int:
-        """The bytes held, as counted against `max_bytes`: pieces (both generations), pre-tokens, hash tables."""
-        return (self._bytes + sys.getsizeof(self) + self._old_bytes + self._pretoken_bytes
-                + sys.getsizeof(self._pretokens))
-
-    def __missing__(self, piece: str) -> tuple[int, ...]:
-        ids = self._old.pop(piece, None)
-        if ids is None:
-            self.waiting.append(piece)
-            return _PENDING_IDS
-        self[piece] = ids
-        self._bytes += sys.getsizeof(piece) + sys.getsizeof(ids)  # the old generation's bytes stay counted too
-        return ids
-
-    def resolve(self) -> dict[str, tuple[int, ...]]:
-        """Encode and cache the waiting pieces, return their ids; `waiting` is emptied."""
-        pieces = list(dict.fromkeys(self.waiting))
-        self.waiting.clear()
-        is_space = list(map(_WHITESPACE.__contains__, map(operator.itemgetter(-1), pieces)))
-        # A whitespace piece is one pre-token (hf_bpe.pretokenize); the others may be several.
-        spaces = list(compress(pieces, is_space))
-        words = list(compress(pieces, map(operator.not_, is_space)))
-        is_ascii = list(map(str.isascii, words))
-        groups = [list(compress(words, is_ascii)), list(compress(words, map(operator.not_, is_ascii)))]
-        pretoken_lists = [GPT2_ASCII_REGEX.findall(_SEPARATOR.join(groups[0])),
-                          GPT2_REGEX.findall(_SEPARATOR.join(groups[1]))]
-        pretoken_ids = self._pretokens
-        new = list(set(chain(*pretoken_lists)).difference(pretoken_ids))
-        merged = self._merge(new + spaces)
-        values = dict(zip(spaces, merged[len(new):]))
-        pretoken_ids.update(zip(new, merged))
-        for group, pretokens in zip(groups, pretoken_lists):
-            values.update(zip(group, _split_at_separators(pretokens, pretoken_ids)))
-        long = [pretoken for pretoken in new if len(pretoken) > _MAX_CACHED_LENGTH]
-        for pretoken in long:
-            del pretoken_ids[pretoken]
-        self._pretoken_bytes += _size_of(new, merged[:len(new)]) - _size_of(long, ())
-        if self._pretoken_bytes + sys.getsizeof(pretoken_ids) > self._pretoken_bytes_limit:
-            self._pretokens = {_SEPARATOR: _SEPARATOR_IDS}
-            self._pretoken_bytes = 0
-        self._store(pieces, values)
-        return values
-
-    def _store(self, pieces: list[str], values: dict[str, tuple[int, ...]]) -> None:
-        """Cache the pieces, in text order: the warm path, which looks pieces up in text order, then finds nearby
-        pieces' entries, keys and ids close together in memory (about 15% faster than another order)."""
-        cacheable = [piece for piece in pieces if len(piece) <= _MAX_CACHED_LENGTH]
-        added = _size_of(cacheable, map(values.__getitem__, cacheable))
-        if self._bytes + added + sys.getsizeof(self) > self._generation_bytes:
-            self._old = {}
-            self._old = dict(self)
-            self._old_bytes = self._bytes + sys.getsizeof(self._old)
-            self.clear()
-            self._bytes = 0
-            if added > self._generation_bytes:
-                return  # more new pieces than a generation holds: not cached
-        self.update(zip(cacheable, map(values.__getitem__, cacheable)))
-        self._bytes += added
-
-
-def _size_of(keys: list[str], values: Iterable[tuple[int, ...]]) -> int:
-    """The bytes `sys.getsizeof` counts for the str keys and the tuples of ids (an upper bound for non-ASCII keys),
-    computed with C-level calls: calling `sys.getsizeof` on each would cost more than the rest of a cache miss.
-
-    >>> keys, values = ["ab", "é"], [(1,), (2, 3)]
-    >>> _size_of(keys, values) >= sum(map(sys.getsizeof, keys + values)) >= _size_of(keys, values) - 40
-    True
-    """
-    wide = list(compress(keys, map(operator.not_, map(str.isascii, keys))))
-    return (89 * len(keys) + sum(map(len, keys)) + 31 * len(wide) + 3 * sum(map(len, wide))
-            + 8 * sum(map(len, values)))
-
-
-def _split_at_separators(pretokens: list[str], pretoken_ids: Mapping[str, tuple[int, ...]]
-                         ) -> Iterator[tuple[int, ...]]:
-    """The ids of each separated group of `pretokens` (the pre-tokens of pieces joined by the separator, which
-    `pretoken_ids` maps to no ids: it holds no whitespace pre-token otherwise).
-
-    All in C-level calls: the ids are flattened, and each group's end found from the running count of ids at the
-    separators.
-
-    >>> list(_split_at_separators(["a", ",", "\\n", " b"], {"a": (1,), ",": (2,), "\\n": (), " b": (3, 4)}))
-    [(1, 2), (3, 4)]
-    """
-    ids_of = list(map(pretoken_ids.__getitem__, pretokens))
-    flat = tuple(chain.from_iterable(ids_of))
-    id_ends = np.cumsum(np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of)))
-    is_separator = np.fromiter(map(_SEPARATOR.__eq__, pretokens), dtype=bool, count=len(pretokens))
-    ends = id_ends[is_separator].tolist()
-    return map(flat.__getitem__, map(slice, [0, *ends], [*ends, len(flat)]))
-
-
-def _fill_marked(cache: PieceCache, marked: list[tuple[list[list[int]], int, int]]) -> None:
-    """Encode the pieces waiting in the cache and replace the markers in the marked chunks (see
+def _fill_marked(cache: PretokenCache, marked: list[tuple[list[list[int]], int, int]]) -> None:
+    """Merge the pre-tokens waiting in the cache and replace the markers in the marked segments' ids (see
     `Tokenizer._encode_texts`)."""
-    waiting = list(cache.waiting)
+    waiting = cache.waiting[:]
     values = cache.resolve()
     ends = [start for _, _, start in marked[1:]] + [len(waiting)]
-    for (chunks, index, start), end in zip(marked, ends):
-        chunks[index] = _replace_markers(chunks[index], list(map(values.__getitem__, waiting[start:end])))
+    for (parts, index, start), end in zip(marked, ends):
+        parts[index] = replace_markers(parts[index], list(map(values.__getitem__, waiting[start:end])))
     marked.clear()
-
-
-def _replace_markers(ids: list[int], values: list[tuple[int, ...]]) -> list[int]:
-    """`ids` with its markers (-1), in order, replaced by `values`.
-
-    >>> _replace_markers([5, -1, 6, -1], [(1, 2), ()])
-    [5, 1, 2, 6]
-    """
-    parts: list[Iterable[int]] = []
-    start = 0
-    index = ids.index
-    for value in values:
-        position = index(_PENDING, start)
-        parts += (ids[start:position], value)
-        start = position + 1
-    parts.append(ids[start:])
-    return list(chain.from_iterable(parts))
 
 
 def _last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSplitter) -> int:
@@ -541,8 +372,8 @@ def _last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSpli
 
 def _segments(text: str) -> Iterator[str]:
     """`text` itself, or for a text longer than `_SEGMENT_CHARS`, its segments of about that many characters, cut
-    before safe spaces: pieces never cross them (`hf_bpe.pretokenize`, facts 1 and 3), so the pieces of the segments
-    are the pieces of `text`, and a 100 MB document never holds the list of all its pieces (~60 bytes each) at once.
+    before safe spaces: pre-tokens never cross them (`hf_bpe.pretokenize`, fact 1), so the pre-tokens of the segments
+    are those of `text`, and a 100 MB document never holds the list of all its pre-tokens (~60 bytes each) at once.
 
     >>> list(_segments("a b")), _SEGMENT_CHARS >= 1 << 16
     (['a b'], True)

@@ -22,11 +22,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.encode as encode_module
-from hf_bpe.encode import PieceCache, Tokenizer
+from hf_bpe.encode import Tokenizer
 from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables
+from hf_bpe.pretoken_cache import PretokenCache, replace_markers
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2, save_gpt2, token_to_str
-from hf_bpe.pretokenize import GPT2_REGEX, split_into_pieces
+from hf_bpe.pretokenize import GPT2_REGEX
 from hf_bpe.tiktoken_compat import tiktoken_encoding
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -156,9 +157,9 @@ def test_adversarial_text_equals_tiktoken_and_hf_tokenizers(text: str) -> None:
 
 @FAST
 @given(adversarial_text, st.integers(1, 16))
-def test_long_texts_split_into_pieces_segment_by_segment_give_the_same_ids(text: str, segment_chars: int) -> None:
-    """A text longer than _SEGMENT_CHARS (1 MiB) is cut before safe spaces and split into pieces segment by segment,
-    so that a 100 MB document never holds all its pieces at once; with tiny segments every cut is exercised."""
+def test_long_texts_pre_tokenized_segment_by_segment_give_the_same_ids(text: str, segment_chars: int) -> None:
+    """A text longer than _SEGMENT_CHARS (1 MiB) is cut before safe spaces and pre-tokenized segment by segment,
+    so that a 100 MB document never holds all its pre-tokens at once; with tiny segments every cut is exercised."""
     import hf_bpe.encode
 
     saved = hf_bpe.encode._SEGMENT_CHARS
@@ -211,25 +212,40 @@ def test_text_with_surrogates_equals_tiktoken(text: str) -> None:
 
 
 @FAST
-@given(st.lists(adversarial_text, min_size=1, max_size=4))
-def test_piece_cache_pre_tokenizes_joined_pieces_as_the_plain_regex_does(texts: list[str]) -> None:
-    """resolve() pre-tokenizes all waiting pieces in one `findall` per regex (ASCII `re` or `regex`), joined with a
-    separator, and cuts the result apart again: each piece must get exactly the plain regex's pre-tokens of the
-    text, in order."""
-    registry: list[str] = []
+@given(st.lists(st.lists(st.sampled_from(["a", "b", " c", "é", "\n", "a" * 300]), max_size=12), min_size=1, max_size=5))
+def test_pretoken_cache_hands_out_markers_then_the_merged_ids(texts: list[list[str]]) -> None:
+    """Misses get the marker (and wait, once per marker, in order); resolve merges each distinct waiting pre-token
+    once, in first-seen order, and the markers replaced give the ids of every pre-token. Pre-tokens over 256
+    characters are merged but not kept."""
+    merged_calls: list[list[str]] = []
 
-    def merge(pretokens: list[str]) -> list[tuple[int, ...]]:  # one id per pre-token, to read the pre-tokens back
-        registry.extend(pretokens)
-        return [(len(registry) - len(pretokens) + index,) for index in range(len(pretokens))]
+    def merge(pretokens: list[str]) -> list[tuple[int, ...]]:
+        merged_calls.append(pretokens)
+        return [tuple(map(ord, pretoken)) for pretoken in pretokens]
 
-    cache = PieceCache(merge, 1 << 20)
-    for text in texts:
-        pieces = split_into_pieces(text)
-        ids = [token_id for piece in pieces for token_id in cache[piece]]
-        if cache.waiting:
-            values = cache.resolve()
-            ids = [token_id for piece in pieces for token_id in values.get(piece) or cache[piece]]
-        assert [registry[token_id] for token_id in ids] == GPT2_REGEX.findall(text)
+    cache = PretokenCache(merge, 1 << 20)
+    for pretokens in texts:
+        ids = [token_id for pretoken in pretokens for token_id in cache[pretoken]]
+        missing = [pretoken for pretoken in pretokens if pretoken not in cache]
+        assert cache.waiting == missing and ids.count(-1) == len(missing)
+        values = cache.resolve()
+        assert merged_calls[-1] == list(dict.fromkeys(missing)) and list(values) == merged_calls[-1]
+        assert replace_markers(ids, [values[pretoken] for pretoken in missing]) == [
+            ord(char) for pretoken in pretokens for char in pretoken]
+        assert cache.waiting == [] and all(len(pretoken) <= 256 for pretoken in cache)
+
+
+@FAST
+@given(st.lists(st.one_of(st.integers(0, 5), st.just(-1)), max_size=200),
+       st.lists(st.lists(st.integers(0, 5), max_size=3).map(tuple), min_size=1, max_size=200))
+def test_replace_markers_equals_a_plain_loop(ids: list[int], candidates: list[tuple[int, ...]]) -> None:
+    """Both ways of finding the markers (list.index for few, numpy for many) give the plain result."""
+    values = (candidates * (ids.count(-1) + 1))[:ids.count(-1)]
+    expected: list[int] = []
+    remaining = iter(values)
+    for token_id in ids:
+        expected.extend(next(remaining) if token_id == -1 else (token_id,))
+    assert replace_markers(ids, values) == expected
 
 
 # A random (untrained) merge list over a few letters: tokens may be unreachable, ranks arbitrary, so the merge order
@@ -262,7 +278,7 @@ def test_random_merges_equal_reference_encoder(bpe: tuple[dict[int, bytes], list
 
 def test_batch_merged_cache_shares_id_objects_and_keeps_text_order() -> None:
     """The warm path's speed depends on the cache layout: ids from the numpy merge are the scalar path's int
-    objects (not one new int per occurrence), and new pieces enter the cache in order of first occurrence."""
+    objects (not one new int per occurrence), and new pre-tokens enter the cache in order of first occurrence."""
     tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [EOT])
     text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
     assert len(set(GPT2_REGEX.findall(text))) >= MIN_BATCH_MERGE  # the numpy merge runs
@@ -272,8 +288,8 @@ def test_batch_merged_cache_shares_id_objects_and_keeps_text_order() -> None:
     canonical = {id(token_id) for token_id in tokenizer._token_ids.values()}
     cache = tokenizer._cache
     assert all(id(token_id) in canonical for ids in cache.values() for token_id in ids)
-    assert list(cache) == list(dict.fromkeys(piece for document in text.split(EOT)
-                                             for piece in split_into_pieces(document)))
+    assert list(cache) == list(dict.fromkeys(pretoken for document in text.split(EOT)
+                                             for pretoken in GPT2_REGEX.findall(document)))
 
 
 def unreachable_bpe() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
@@ -554,20 +570,20 @@ def test_pickle_excludes_caches_and_is_stable_across_encoding() -> None:
 
 @pytest.mark.parametrize("cache_bytes", [0, 20_000, 200_000])
 def test_cache_stays_bounded_in_bytes_and_exact_through_evictions(cache_bytes: int) -> None:
-    """Small bounds make both generations turn over and the pre-token cache empty itself many times."""
+    """Small bounds make both generations turn over many times."""
     tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, cache_bytes=cache_bytes)
     lines = (FIXTURES / "corpus.en").read_text(encoding="utf-8").splitlines(keepends=True)[:400]
     encoding = gpt2_tiktoken()
     sizes = []
     for start in range(0, len(lines), 20):
-        batch = lines[start:start + 20] * 2  # repeated pieces come from the cache, or from the old generation
+        batch = lines[start:start + 20] * 2  # repeated pre-tokens come from the cache, or from the old generation
         assert tokenizer.encode_batch(batch, num_workers=1) == [encoding.encode_ordinary(line) for line in batch]
         sizes.append(tokenizer.cache_size())
-    # One call may overshoot by its own new pieces (at most 20 short lines here) before the next check.
+    # One call may overshoot by its own new pre-tokens (at most 20 short lines here) before the next check.
     assert max(sizes) <= cache_bytes + 40_000
-    counted = tokenizer._cache.size() - sys.getsizeof(tokenizer._cache) - sys.getsizeof(tokenizer._cache._pretokens)
-    actual = sum(map(sys.getsizeof, chain(tokenizer._cache, tokenizer._cache.values(), tokenizer._cache._pretokens,
-                                          tokenizer._cache._pretokens.values())))
+    cache = tokenizer._cache
+    counted = cache.size() - sys.getsizeof(cache) - sys.getsizeof(cache._old)
+    actual = sum(map(sys.getsizeof, chain(cache, cache.values(), cache._old, cache._old.values())))
     if cache_bytes == 200_000:
         assert tokenizer._cache._old  # the young generation has turned over
         assert counted >= actual  # the byte count is an upper bound of what sys.getsizeof sees
