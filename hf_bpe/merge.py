@@ -4,7 +4,7 @@ Every kernel gives the result of the plain algorithm (repeatedly merge the adjac
 one among equal ranks); tests/test_merge.py checks each against a plain reference merge.
 
 Performance notes (GPT-2 vocab, one core of this project's 2-core machine, CPU time, distinct pre-tokens of the
-shared corpora, 7-8 bytes on average):
+shared corpora: 8.5 bytes on average, 24 on multi_manpages):
 
 * `merge_by_scanning` (pre-tokens of at most `MAX_SCAN_MERGE_LENGTH` = 24 bytes): each step finds the lowest rank with
   C-level `min` and `list.index` over a list of pair ranks and updates only the two ranks next to the merge. It is
@@ -13,17 +13,30 @@ shared corpora, 7-8 bytes on average):
 * `merge_with_heap` (longer pre-tokens): O(n log n) with a linked list of positions and a lazy min-heap keyed by
   `rank * n + position` (one int, so entries compare in C and ties go to the leftmost position). Without it a run of a
   million equal characters takes minutes; with it, seconds.
-* `merge_batch` (at least `MIN_BATCH_MERGE` = 256 new pre-tokens at once): all words advance together in numpy
-  arrays; each step merges, in every unfinished word, its lowest-rank pair (all non-overlapping occurrences of it when
-  the merges are monotone, true of trained merges), and only the ranks next to a merge are looked up again, in an
-  open-addressing hash table (1.8x faster lookups than a binary search over the sorted pair keys, 20% faster
-  merges). 3.6 us per pre-token on en_gcide and 4.4 us on multi_manpages (whose distinct pre-tokens average 24
-  bytes), against 9.9 us for the scalar kernels, in batches of 2,000. That matters when encoding a corpus in one pass:
-  every distinct pre-token is merged once there, and merging is the largest single cost after pre-tokenization.
-  End to end, a first pass over 15 MB (the encoder's protocol of issue 9) takes 15% less time with it on en_gcide
-  (3.85 -> 3.28 s CPU), 24% on multi_manpages (5.85 -> 4.45 s) and 4% on Linux code (2.89 -> 2.77 s), so it stays.
-  Below 256 words numpy's per-call overhead eats the gain. Finishing the last few long words with the scalar
-  kernels instead (so that they do not keep every numpy step going) measured no gain.
+* `merge_batch` (at least `MIN_BATCH_MERGE` = 128 new pre-tokens at once): all words advance together in numpy
+  arrays, end to end, each followed by a separator id that is in no pair. Each step takes every unfinished word's
+  lowest pair rank (one `minimum.reduceat` over the word starts, which are kept across steps) and merges all its
+  non-overlapping occurrences when the merges are monotone (true of trained merges, GPT-2's included), else the
+  leftmost one; only the ranks next to a merge are looked up again, in an open-addressing hash table (all keys'
+  first probe at once, then only the few whose home slot holds another key). Finished words leave the arrays in
+  bulk once they hold a quarter of them. The first ranks come from a 65,536-entry table of byte pairs.
+  `python scripts/bench_merge.py /work/shared/corpora/*.txt` and `... /work/corpora/linux_300mb.txt --megabytes 100`
+  (all distinct pre-tokens in first-seen order, CPU us per pre-token, batches of 4,096 / 1,024, against the kernel
+  of commit a689147 in the same run, machine shared): en_gcide 3.29 -> 2.23 / 5.03 -> 3.52, en_pydocs 6.01 -> 2.90
+  / 10.50 -> 4.10, multi_manpages (24 bytes per pre-token) 9.99 -> 4.50 / 9.88 -> 4.83, Linux code 3.96 -> 2.06 /
+  5.84 -> 2.75; 5.9 -> 3.1 us over the three shared corpora. About half of the gain is a fix: the monotone check
+  looked at reordered ranks, so GPT-2's merges ran one occurrence per word and step. The scalar kernels take 7-13 us
+  per pre-token; they break even with merge_batch at about 128 words. Per step, the lookups (about 12 per pre-token,
+  28 ns each: a third of them next to a separator) take a quarter of the time, the reduceat and the compaction of
+  the arrays most of the rest, and making the result tuples about a tenth. Measured and dropped: a row-displacement
+  table (one probe, no loop: seconds to build), a dense table for ids below 1,024-2,048 with the hash behind it,
+  hash loads of 1/4 and 1/16, and keys packed with ranks (all within 10% of this hash table, per lookup bound by
+  the numpy passes, not by the probes); finishing the last words (up to 250-1,000 positions) with the scalar
+  kernels; removing finished words at a share of 1/2 or 1/8 instead of 1/4 (within noise). Pre-merging the vocab's
+  own tokens cannot pay: the encoder merges each distinct pre-token once, so it would merge as many words as it
+  saves.
+* int32: ids and ranks are int32 when they fit (always for real vocabs): in a micro-benchmark, boolean compaction
+  of int32 arrays ran 4x faster than of int64 ones.
 * `BatchTables.id_objects`: `ndarray.tolist()` makes a new int object for every id. Mapping each id to the one int
   object the scalar kernels and the vocab use keeps the ids that cached entries hold (and whose reference counts the
   encoder's warm path touches) in a few cache lines instead of scattered over millions of objects: about 15% on the

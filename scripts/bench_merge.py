@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -141,20 +142,19 @@ def cpu_seconds(function: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
-def bench(name: str, words: list[bytes], tokenizer: Tokenizer, batch: int) -> tuple[float, float]:
+def bench(words: list[bytes], tokenizer: Tokenizer, batch: int) -> tuple[float, float]:
     """CPU seconds of old and new merge_batch over all batches (alternating which goes first)."""
     tables = BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
     old_tables = OldBatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
     batches = [words[start:start + batch] for start in range(0, len(words), batch)]
     old = new = 0.0
     for index, chunk in enumerate(batches):
-        contenders = [lambda: old_merge_batch(chunk, old_tables), lambda: merge_batch(chunk, tables)]
         if index % 2:
-            new += cpu_seconds(contenders[1])
-            old += cpu_seconds(contenders[0])
+            new += cpu_seconds(partial(merge_batch, chunk, tables))
+            old += cpu_seconds(partial(old_merge_batch, chunk, old_tables))
         else:
-            old += cpu_seconds(contenders[0])
-            new += cpu_seconds(contenders[1])
+            old += cpu_seconds(partial(old_merge_batch, chunk, old_tables))
+            new += cpu_seconds(partial(merge_batch, chunk, tables))
     return old, new
 
 
@@ -188,7 +188,7 @@ def main() -> None:
             check(words, tokenizer, max(arguments.batch))
         mean_length = sum(map(len, words)) / len(words)
         for batch in arguments.batch:
-            old, new = bench(path.stem, words, tokenizer, batch)
+            old, new = bench(words, tokenizer, batch)
             print(f"{path.stem:<22} {len(words):>8} {mean_length:>7.1f} {batch:>6} {old / len(words) * 1e6:>9.2f} "
                   f"{new / len(words) * 1e6:>9.2f} {old / new:>7.2f}", flush=True)
 
