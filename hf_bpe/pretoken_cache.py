@@ -1,36 +1,43 @@
 """The encoder's cache: pre-token -> ids, bounded in bytes, with misses batched.
 
-The encoder looks pre-tokens up with C-level `map(cache.__getitem__, pretokens)`. A miss does not encode anything:
-it records the pre-token in `waiting` and hands out the marker `(-1,)`; `resolve` later merges every waiting
-pre-token at once (one numpy batch, `hf_bpe.merge`), and `replace_markers` puts the ids in place of the markers.
+Ids are kept as `bytes` of little-endian uint32 (`ID_DTYPE`): a text's ids are then `b"".join(map(cache.__getitem__,
+pretokens))`, one C-level call, which numpy reads without a copy (`np.frombuffer`), so that token arrays never pass
+through Python ints, and a cached entry takes 4 bytes per id instead of a tuple's 8 plus the int's.
 
->>> cache = PretokenCache(lambda pretokens: [tuple(map(ord, p)) for p in pretokens], 1 << 20)
->>> cache["ab"], cache[" c"], cache["ab"], cache.waiting
-((-1,), (-1,), (-1,), ['ab', ' c', 'ab'])
->>> cache.resolve()
-{'ab': (97, 98), ' c': (32, 99)}
->>> cache["ab"], cache.waiting
-((97, 98), [])
->>> replace_markers([5, -1, 6, -1], [(1, 2), ()])
-[5, 1, 2, 6]
+A miss does not encode anything: it records the pre-token in `waiting` and hands out the marker `PENDING_IDS`;
+`resolve` later merges every waiting pre-token at once (one numpy batch, `hf_bpe.merge`), and `replace_markers` puts
+the ids in place of the markers.
+
+>>> cache = PretokenCache(lambda pretokens: pack_ids([tuple(map(ord, p)) for p in pretokens]), 1 << 20)
+>>> cache["ab"] == cache[" c"] == PENDING_IDS, cache.waiting
+(True, ['ab', ' c'])
+>>> values = cache.resolve()
+>>> list(values), unpack_ids(values["ab"]), unpack_ids(cache[" c"]), cache.waiting
+(['ab', ' c'], [97, 98], [32, 99], [])
+>>> unpack_ids(replace_markers(pack_ids([(5,), (6,)])[0] + PENDING_IDS, [pack_ids([(1, 2)])[0]]))
+[5, 1, 2]
 """
 
 from __future__ import annotations
 
 import operator
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, compress
 
 import numpy as np
 
-#: In a list of ids, stands for the ids of a pre-token that waits in the cache (ids are never negative).
-PENDING = -1
-PENDING_IDS = (PENDING,)
+#: How ids are stored: little-endian uint32.
+ID_DTYPE = np.dtype("<u4")
+#: In a text's ids, stands for the ids of a pre-token that waits in the cache (not a valid id: see MAX_ID).
+PENDING = 0xFFFFFFFF
+PENDING_IDS = np.array([PENDING], dtype=ID_DTYPE).tobytes()
+#: The largest token id the encoder handles.
+MAX_ID = PENDING - 1
 #: Pre-tokens longer than this are encoded but not cached, so that one huge pre-token cannot pin memory.
 MAX_CACHED_LENGTH = 256
 
-Ids = tuple[int, ...]
+Ids = bytes
 
 
 class PretokenCache(dict[str, Ids]):
@@ -43,6 +50,7 @@ class PretokenCache(dict[str, Ids]):
     """
 
     def __init__(self, merge: Callable[[list[str]], list[Ids]], max_bytes: int) -> None:
+        """`merge` gives the ids of a list of pre-tokens, as `pack_ids` packs them."""
         super().__init__()
         self._merge = merge
         self._generation_bytes = max_bytes // 2
@@ -51,12 +59,6 @@ class PretokenCache(dict[str, Ids]):
         self._old_bytes = 0
         #: The pre-tokens that got a marker, once per marker, in the order handed out.
         self.waiting: list[str] = []
-        self._single_ids: dict[Ids, Ids] = {}
-
-    def _shared(self, ids: Ids) -> Ids:
-        """One tuple object for all pre-tokens that are the same single token: most occurrences are of such
-        pre-tokens, and the lookups then read a few thousand hot tuples instead of one per pre-token."""
-        return self._single_ids.setdefault(ids, ids) if len(ids) == 1 else ids
 
     def size(self) -> int:
         """The bytes held, as counted against `max_bytes`: keys, ids and hash tables of both generations."""
@@ -75,7 +77,7 @@ class PretokenCache(dict[str, Ids]):
         """Merge and cache the waiting pre-tokens, return their ids; `waiting` is emptied."""
         pretokens = _compact_copies(list(dict.fromkeys(self.waiting)))
         self.waiting.clear()
-        values = dict(zip(pretokens, map(self._shared, self._merge(pretokens))))
+        values = dict(zip(pretokens, self._merge(pretokens)))
         self._store(pretokens, values)
         return values
 
@@ -109,35 +111,46 @@ def _compact_copies(strings: list[str]) -> list[str]:
 
 
 def _size_of(keys: list[str], values: Iterable[Ids]) -> int:
-    """The bytes `sys.getsizeof` counts for the str keys and the tuples of ids (an upper bound for non-ASCII keys),
+    """The bytes `sys.getsizeof` counts for the str keys and the bytes of ids (an upper bound for non-ASCII keys),
     computed with C-level calls: calling `sys.getsizeof` on each would cost more than the rest of a cache miss.
 
-    >>> keys, values = ["ab", "é"], [(1,), (2, 3)]
+    >>> keys, values = ["ab", "é"], [b"1234", b"12345678"]
     >>> _size_of(keys, values) >= sum(map(sys.getsizeof, keys + values)) >= _size_of(keys, values) - 40
     True
     """
     wide = list(compress(keys, map(operator.not_, map(str.isascii, keys))))
-    return (89 * len(keys) + sum(map(len, keys)) + 31 * len(wide) + 3 * sum(map(len, wide))
-            + 8 * sum(map(len, values)))
+    return (82 * len(keys) + sum(map(len, keys)) + 31 * len(wide) + 3 * sum(map(len, wide))
+            + sum(map(len, values)))
 
 
-def replace_markers(ids: list[int], values: list[Ids]) -> list[int]:
-    """`ids` with its markers (-1), in order, replaced by `values`.
+def replace_markers(ids: Ids, values: list[Ids]) -> Ids:
+    """`ids` with its markers, in order, replaced by `values`; numpy finds the markers without copying `ids`.
 
-    Finding a marker costs about 7 ns per id scanned with `list.index`, against 20-26 ns to copy the ids into numpy
-    first, but 0.5 us of Python per marker: so `list.index` for a few markers, numpy for many.
-
-    >>> replace_markers([-1, 7, -1, -1], [(1,), (2, 3), ()])
+    >>> unpack_ids(replace_markers(PENDING_IDS + pack_ids([(7,)])[0] + 2 * PENDING_IDS, pack_ids([(1,), (2, 3), ()])))
     [1, 7, 2, 3]
     """
-    if 32 * len(values) < len(ids):
-        positions = []
-        position = -1
-        index = ids.index
-        for _ in values:
-            position = index(PENDING, position + 1)
-            positions.append(position)
-    else:
-        positions = np.flatnonzero(np.array(ids, dtype=np.int64) == PENDING).tolist()
-    between = map(ids.__getitem__, map(slice, [0, *map((1).__add__, positions)], [*positions, len(ids)]))
-    return list(chain.from_iterable(chain.from_iterable(zip(between, chain(values, ((),))))))
+    size = ID_DTYPE.itemsize
+    positions = (np.flatnonzero(np.frombuffer(ids, dtype=ID_DTYPE) == PENDING) * size).tolist()
+    between = map(ids.__getitem__, map(slice, [0, *map(size.__add__, positions)], [*positions, len(ids)]))
+    return b"".join(chain.from_iterable(zip(between, chain(values, (b"",)))))
+
+
+def pack_ids(id_lists: Sequence[Sequence[int]]) -> list[Ids]:
+    """Each list of ids as bytes (`ID_DTYPE`), in C-level calls.
+
+    >>> pack_ids([(1, 2), (), (3,)])
+    [b'\\x01\\x00\\x00\\x00\\x02\\x00\\x00\\x00', b'', b'\\x03\\x00\\x00\\x00']
+    """
+    lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    packed = np.fromiter(chain.from_iterable(id_lists), dtype=ID_DTYPE, count=int(lengths.sum())).tobytes()
+    ends = (np.cumsum(lengths) * ID_DTYPE.itemsize).tolist()
+    return list(map(packed.__getitem__, map(slice, [0, *ends], ends)))
+
+
+def unpack_ids(ids: Ids) -> list[int]:
+    """The ids in `ids` as a list of ints.
+
+    >>> unpack_ids(pack_ids([(1, 2)])[0])
+    [1, 2]
+    """
+    return np.frombuffer(ids, dtype=ID_DTYPE).tolist()

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import hf_bpe.encode as encode_module
 from hf_bpe.encode import Tokenizer
 from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables
-from hf_bpe.pretoken_cache import PretokenCache, replace_markers
+from hf_bpe.pretoken_cache import PENDING_IDS, PretokenCache, pack_ids, replace_markers, unpack_ids
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2, save_gpt2, token_to_str
 from hf_bpe.pretokenize import GPT2_REGEX
@@ -219,33 +219,42 @@ def test_pretoken_cache_hands_out_markers_then_the_merged_ids(texts: list[list[s
     characters are merged but not kept."""
     merged_calls: list[list[str]] = []
 
-    def merge(pretokens: list[str]) -> list[tuple[int, ...]]:
+    def merge(pretokens: list[str]) -> list[bytes]:
         merged_calls.append(pretokens)
-        return [tuple(map(ord, pretoken)) for pretoken in pretokens]
+        return pack_ids([tuple(map(ord, pretoken)) for pretoken in pretokens])
 
     cache = PretokenCache(merge, 1 << 20)
     for pretokens in texts:
-        ids = [token_id for pretoken in pretokens for token_id in cache[pretoken]]
+        ids = b"".join(cache[pretoken] for pretoken in pretokens)
         missing = [pretoken for pretoken in pretokens if pretoken not in cache]
-        assert cache.waiting == missing and ids.count(-1) == len(missing)
+        assert cache.waiting == missing and unpack_ids(ids).count(unpack_ids(PENDING_IDS)[0]) == len(missing)
         values = cache.resolve()
         assert merged_calls[-1] == list(dict.fromkeys(missing)) and list(values) == merged_calls[-1]
-        assert replace_markers(ids, [values[pretoken] for pretoken in missing]) == [
+        assert unpack_ids(replace_markers(ids, [values[pretoken] for pretoken in missing])) == [
             ord(char) for pretoken in pretokens for char in pretoken]
         assert cache.waiting == [] and all(len(pretoken) <= 256 for pretoken in cache)
 
 
 @FAST
-@given(st.lists(st.one_of(st.integers(0, 5), st.just(-1)), max_size=200),
+@given(st.lists(st.one_of(st.integers(0, 5), st.just(-1), st.just(2**32 - 2)), max_size=200),
        st.lists(st.lists(st.integers(0, 5), max_size=3).map(tuple), min_size=1, max_size=200))
 def test_replace_markers_equals_a_plain_loop(ids: list[int], candidates: list[tuple[int, ...]]) -> None:
-    """Both ways of finding the markers (list.index for few, numpy for many) give the plain result."""
+    """numpy finds the markers in the packed ids (the largest valid id next to them included)."""
     values = (candidates * (ids.count(-1) + 1))[:ids.count(-1)]
     expected: list[int] = []
     remaining = iter(values)
     for token_id in ids:
         expected.extend(next(remaining) if token_id == -1 else (token_id,))
-    assert replace_markers(ids, values) == expected
+    packed = b"".join(PENDING_IDS if token_id == -1 else pack_ids([(token_id,)])[0] for token_id in ids)
+    assert unpack_ids(replace_markers(packed, pack_ids(values))) == expected
+
+
+def test_token_ids_must_fit_the_packed_ids() -> None:
+    with pytest.raises(ValueError, match="token ids"):
+        Tokenizer({2**32 - 1: b"a"}, [])
+    with pytest.raises(ValueError, match="token ids"):
+        Tokenizer({-1: b"a"}, [])
+    assert Tokenizer({2**32 - 2: b"a"}, []).encode("a") == [2**32 - 2]
 
 
 # A random (untrained) merge list over a few letters: tokens may be unreachable, ranks arbitrary, so the merge order
@@ -276,18 +285,17 @@ def test_random_merges_equal_reference_encoder(bpe: tuple[dict[int, bytes], list
     assert tokenizer.decode(tokenizer.encode(text)) == text
 
 
-def test_batch_merged_cache_shares_id_objects_and_keeps_text_order() -> None:
-    """The warm path's speed depends on the cache layout: ids from the numpy merge are the scalar path's int
-    objects (not one new int per occurrence), and new pre-tokens enter the cache in order of first occurrence."""
+def test_cache_keeps_text_order() -> None:
+    """The warm path's speed depends on the cache layout: new pre-tokens enter the cache in order of first
+    occurrence, their keys copied one after the other."""
     tokenizer = Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, [EOT])
     text = (FIXTURES / "corpus.en").read_text(encoding="utf-8")
     assert len(set(GPT2_REGEX.findall(text))) >= MIN_BATCH_MERGE  # the numpy merge runs
     expected = gpt2_tiktoken().encode(text, allowed_special="all")
     assert tokenizer.encode(text) == expected
     assert tokenizer.encode(text) == expected
-    canonical = {id(token_id) for token_id in tokenizer._token_ids.values()}
+    assert tokenizer.encode_to_numpy(text).tolist() == expected
     cache = tokenizer._cache
-    assert all(id(token_id) in canonical for ids in cache.values() for token_id in ids)
     assert list(cache) == list(dict.fromkeys(pretoken for document in text.split(EOT)
                                              for pretoken in GPT2_REGEX.findall(document)))
 
