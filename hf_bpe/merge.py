@@ -214,8 +214,8 @@ def merge_batch(words: Sequence[bytes], tables: BatchTables) -> list[tuple[int, 
     The words lie end to end in two arrays, ids and pair ranks (the rank of the pair starting at each position),
     each word followed by a separator. Each step finds every unfinished word's lowest pair rank (one reduceat over
     the word starts) and merges its leftmost occurrence (for monotone merges: all its non-overlapping occurrences,
-    leftmost first); only the ranks next to a merge are looked up again. Finished words leave the arrays once they
-    hold a quarter of them. Raises MissingByteError when a byte has no token.
+    leftmost first); only the ranks next to a merge are looked up again. Merged-away positions stay as holes, and
+    finished words stay, until the two fill half of the arrays. Raises MissingByteError when a byte has no token.
     """
     if not words:
         return []
@@ -232,26 +232,37 @@ def merge_batch(words: Sequence[bytes], tables: BatchTables) -> list[tuple[int, 
     rank[separators] = no_rank
     rank[separators[lengths > 0] - 1] = no_rank
     starts = separators - lengths  # a word's segment: from its start to its separator, both included
+    segment_lengths = lengths + 1
     numbers = np.arange(len(words))
     done: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (segments, word numbers, segment lengths)
+    # A merge leaves a hole at its right position instead of moving everything after it: positions link to their
+    # live neighbours, and the arrays are compacted only when holes and finished words fill half of them.
+    alive = np.ones(ids.size, dtype=bool)
+    following, preceding = np.arange(1, ids.size + 1), np.arange(-1, ids.size - 1)
+    holes = 0
     while True:
-        segment_lengths = np.empty_like(starts)
-        segment_lengths[:-1] = starts[1:] - starts[:-1]
-        segment_lengths[-1] = ids.size - starts[-1]
         word_min = np.minimum.reduceat(rank, starts)
         finished = word_min == no_rank
         finished_count = int(np.count_nonzero(finished))
-        if finished_count == starts.size:
-            done.append((ids, numbers, segment_lengths))
-            break
-        if finished_count and segment_lengths[finished].sum() * _FINISHED_SHARE_TO_REMOVE > ids.size:
-            in_finished = np.repeat(finished, segment_lengths)
-            done.append((ids[in_finished], numbers[finished], segment_lengths[finished]))
-            unfinished = ~finished
-            starts = starts[unfinished] - np.cumsum(np.where(finished, segment_lengths, 0))[unfinished]
-            numbers, word_min, segment_lengths = numbers[unfinished], word_min[unfinished], segment_lengths[unfinished]
-            in_unfinished = ~in_finished
-            ids, rank = ids[in_unfinished], rank[in_unfinished]
+        finished_size = int(segment_lengths[finished].sum()) if finished_count else 0
+        if finished_count == starts.size or (holes + finished_size) * 2 > ids.size:
+            live_lengths = np.add.reduceat(alive, starts, dtype=np.intp) if holes else segment_lengths
+            if finished_count == starts.size:
+                done.append((ids[alive] if holes else ids, numbers, live_lengths))
+                break
+            keep = alive
+            if finished_count:
+                in_finished = np.repeat(finished, segment_lengths)
+                done.append((ids[in_finished & alive], numbers[finished], live_lengths[finished]))
+                keep = alive & ~in_finished
+                unfinished = ~finished
+                numbers, word_min, live_lengths = numbers[unfinished], word_min[unfinished], live_lengths[unfinished]
+            ids, rank = ids[keep], rank[keep]
+            segment_lengths = live_lengths
+            starts = np.cumsum(live_lengths) - live_lengths
+            alive = np.ones(ids.size, dtype=bool)
+            following, preceding = np.arange(1, ids.size + 1), np.arange(-1, ids.size - 1)
+            holes = 0
         elif finished_count:
             word_min[finished] = -1  # no rank equals it: finished words stay, with no candidate
         take = np.flatnonzero(rank == np.repeat(word_min, segment_lengths))
@@ -259,31 +270,30 @@ def merge_batch(words: Sequence[bytes], tables: BatchTables) -> list[tuple[int, 
             word = np.searchsorted(starts, take, side="right")
             take = take[np.concatenate(([True], word[1:] != word[:-1]))]
         elif take.size > 1:
-            take = _every_other_in_runs(take)
+            take = _every_other_in_runs(take, following)
+        right = following[take]
         ids[take] = tables.merged_ids[rank[take]]
-        keep = np.ones(ids.size, dtype=bool)
-        keep[take + 1] = False
-        ids, rank = ids[keep], rank[keep]
-        starts = starts - np.searchsorted(take, starts)
-        merged_at = take - np.arange(take.size)  # every earlier merge removed one position before
+        rank[right] = no_rank
+        alive[right] = False
+        holes += take.size
+        after = following[right]
+        following[take] = after
+        preceding[after] = take
         # The pairs on either side of each merged token. At a word's start the left one is (separator, token), or
         # for the first word (last separator, token) at index -1: no rank either way.
-        changed = np.concatenate((merged_at - 1, merged_at))
-        rank[changed] = _lookup_ranks(ids[changed], ids[changed + 1], tables)
+        changed = np.concatenate((preceding[take], take))
+        rank[changed] = _lookup_ranks(ids[changed], ids[np.concatenate((take, after))], tables)
     return _split_results(done, tables)
 
 
-#: Finished words leave merge_batch's arrays when they hold more than 1/_FINISHED_SHARE_TO_REMOVE of the positions.
-_FINISHED_SHARE_TO_REMOVE = 4
+def _every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
+    """Positions of a repeated pair (x, x), x, x, x... (each the `following` of the one before): keep the first,
+    third... of each run.
 
-
-def _every_other_in_runs(take: np.ndarray) -> np.ndarray:
-    """Positions of a repeated pair (x, x), x, x, x...: keep the first, third... of each run of adjacent ones.
-
-    >>> _every_other_in_runs(np.array([1, 2, 3, 4, 7, 9, 10]))
+    >>> _every_other_in_runs(np.array([1, 2, 3, 4, 7, 9, 10]), np.arange(1, 12))
     array([1, 3, 7, 9])
     """
-    adjacent = take[1:] - take[:-1] == 1
+    adjacent = following[take[:-1]] == take[1:]
     if not adjacent.any():
         return take
     index = np.arange(take.size)
