@@ -18,6 +18,7 @@ from hf_bpe.merge import (
     MissingByteError,
     _lookup_ranks,
     merge_batch,
+    merge_batch_packed,
     merge_by_scanning,
     merge_ids,
     merge_with_heap,
@@ -170,6 +171,13 @@ def gpt2_tables() -> tuple[dict[int, int], dict[tuple[int, int], int], list[int]
             [token_ids[left + right] for left, right in merges])
 
 
+UINT32 = np.dtype("<u4")
+
+
+def packed(id_lists: list[tuple[int, ...]], dtype: str = "<u4") -> list[bytes]:
+    return [np.array(ids, dtype=dtype).tobytes() for ids in id_lists]
+
+
 def gpt2_reference(words: list[bytes]) -> list[tuple[int, ...]]:
     byte_ids, pair_ranks, merged_ids = gpt2_tables()
     return [tuple(reference_merge([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) for word in words]
@@ -195,7 +203,10 @@ def test_gpt2_merges_are_monotone_and_batch_merge_equals_the_reference() -> None
                                     st.integers(0, 200))), max_size=60))
 def test_gpt2_batch_merge_of_random_bytes_equals_the_reference(words: list[bytes]) -> None:
     """Random bytes, runs of one byte, and very long words mixed with short and empty ones."""
-    assert merge_batch(words, BatchTables(*gpt2_tables())) == gpt2_reference(words)
+    tables = BatchTables(*gpt2_tables())
+    expected = gpt2_reference(words)
+    assert merge_batch(words, tables) == expected
+    assert merge_batch_packed(words, tables, UINT32) == packed(expected)
 
 
 @FAST
@@ -206,10 +217,13 @@ def test_batch_merge_with_arbitrary_merges_equals_the_reference(merges: tuple[di
     pair_ranks, merged_ids = merges
     byte_ids = {byte: byte for byte in range(8)}
     expected = [tuple(reference_merge(word, pair_ranks, merged_ids)) for word in words]
-    assert merge_batch([bytes(word) for word in words], BatchTables(byte_ids, pair_ranks, merged_ids)) == expected
+    tables = BatchTables(byte_ids, pair_ranks, merged_ids)
+    assert merge_batch([bytes(word) for word in words], tables) == expected
+    assert merge_batch_packed([bytes(word) for word in words], tables, np.dtype("<u2")) == packed(expected, "<u2")
 
 
 def test_batch_merge_of_no_words_and_of_empty_words() -> None:
     tables = BatchTables({97: 0}, {(0, 0): 0}, [1])
-    assert merge_batch([], tables) == []
+    assert merge_batch([], tables) == merge_batch_packed([], tables, UINT32) == []
     assert merge_batch([b"", b"aaa", b""], tables) == [(), (1, 0), ()]
+    assert merge_batch_packed([b"", b"aaa", b""], tables, UINT32) == [b"", b"\1\0\0\0\0\0\0\0", b""]
