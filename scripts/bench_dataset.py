@@ -68,6 +68,8 @@ class TiktokenEncoder:
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
         if self.encoding is None:
             self.encoding = build_tiktoken(self.tokenizer_dir)
+        if self.num_threads == 1:  # uint32 arrays, as hf_bpe's encoder gives the pipeline: no Python ints
+            return [self.encoding.encode_to_numpy(text, disallowed_special=()) for text in texts]
         return self.encoding.encode_ordinary_batch(texts, num_threads=self.num_threads)
 
     def encode_to_arrays(self, pieces: Iterable[str], dtype: Any) -> Iterator[Any]:

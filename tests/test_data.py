@@ -640,7 +640,7 @@ def test_the_encoder_never_gets_more_than_a_group(tokenizer_dir, encoder, tmp_pa
 
 
 def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, tmp_path, monkeypatch):
-    """The map function on one arrow batch of 6 MB of text allocates in Python a bounded amount (one group of 32 KB
+    """The map function on one range of rows holding 6 MB of text allocates in Python a bounded amount (one group of 32 KB
     here, and the encoder's window), not a multiple of the batch, and returns a row of a few numbers: before, the batch's texts became Python
     strings and its ids were concatenated and copied into arrow (a 409 MB batch of the Linux corpus took a map worker
     to 1.9 GB). Measured: 1.6 MB; with groups as large as the batch, 52 MB."""
@@ -654,16 +654,16 @@ def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, 
     documents += [paragraph[:3000]] * 300  # and groups of short ones
     text_bytes = sum(len(document.encode()) for document in documents)
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
-    batch = datasets.load_dataset("json", data_files=[str(data_file)], split="train",
-                                  cache_dir=str(tmp_path / "hf-cache")).with_format("arrow")[:]
+    dataset = datasets.load_dataset("json", data_files=[str(data_file)], split="train",
+                                    cache_dir=str(tmp_path / "hf-cache"))
     flatten = data_module.BatchFlattener(data_module.HFBPEEncoder.from_directory(tokenizer_dir), "text", 0,
                                          np.dtype(np.uint16))
-    write_ids = data_module.IdsToFiles(flatten, tmp_path)
+    write_ids = data_module.IdsToFiles(flatten, tmp_path, dataset)
     try:
-        warm_up = write_ids(batch.slice(0, 3), [0, 1, 2])  # the encoder's caches and window: ~1.5 MB
+        warm_up = write_ids({"start": [0], "stop": [3]})  # the encoder's caches and window: ~1.5 MB
         tracemalloc.start()
         try:
-            row = write_ids(batch, list(range(len(documents))))
+            row = write_ids({"start": [0], "stop": [len(documents)]})
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -715,3 +715,59 @@ def test_a_stream_is_cut_into_batches_of_bounded_text(tmp_path, monkeypatch):
         assert list(batch) == ["text"] and len(batch["text"]) <= 25
         assert sum(len(text.encode()) for text in batch["text"]) <= 800 or batch["text"] == [documents[first_row]]
     assert len(batches) > 30  # cut by bytes (~40 KB of text), not only by 25 documents
+
+
+@given(st.lists(st.integers(0, 50), max_size=40), st.integers(1, 4), st.integers(1, 5), st.integers(1, 60))
+def test_balanced_row_ranges(sizes, num_proc, max_rows, max_bytes):
+    ranges = data_module.balanced_row_ranges(np.array(sizes, dtype=np.int64), num_proc, max_rows, max_bytes)
+    assert [start for start, _ in ranges] == [0, *(stop for _, stop in ranges[:-1])][:len(ranges)]  # in order
+    assert ranges[-1][1] == len(sizes) if sizes else ranges == []
+    assert len(ranges) % num_proc == 0
+    for start, stop in ranges:
+        assert stop - start <= max_rows and (sum(sizes[start:stop]) <= max_bytes or stop - start == 1)
+    # map's contiguous shards of equal counts: each holds at most its share of the bytes plus one row
+    share = len(ranges) // num_proc
+    for part in range(num_proc):
+        rows = ranges[part * share:(part + 1) * share]
+        if rows:
+            assert sum(sizes[rows[0][0]:rows[-1][1]]) <= sum(sizes) / num_proc + max(sizes)
+
+
+def test_map_shards_the_ranges_as_balanced_row_ranges_expects():
+    """Dataset.map(num_proc=N) gives process i the i-th of N contiguous shards of equal counts (datasets'
+    `shard(contiguous=True)`): with the padded ranges, that is the i-th run of about equal bytes."""
+    import datasets
+
+    sizes = np.array([900, 5, 5] + [10] * 97, dtype=np.int64)  # most of the text in the first rows
+    ranges = data_module.balanced_row_ranges(sizes, 3, max_rows=7, max_bytes=100)
+    table = datasets.Dataset.from_dict({"start": [start for start, _ in ranges], "stop": [stop for _, stop in ranges]})
+    shard_bytes = []
+    for index in range(3):
+        shard = table.shard(num_shards=3, index=index, contiguous=True)
+        shard_bytes.append(int(sizes[min(shard["start"]):max(shard["stop"])].sum()))
+    assert sum(shard_bytes) == sizes.sum()
+    assert max(shard_bytes) <= sizes.sum() / 3 + sizes.max()
+    assert shard_bytes[1] > 0 and shard_bytes[2] > 0  # equal counts of rows would give the first shard 1,130 of 1,880
+
+
+class ListEncoder:
+    """The hf_bpe encoder returning lists of Python ints, as `tok(texts)["input_ids"]` or tiktoken's batch do."""
+
+    def __init__(self, tokenizer_dir: Path) -> None:
+        self.inner = data_module.HFBPEEncoder.from_directory(tokenizer_dir)
+
+    def __call__(self, texts):
+        return [ids.tolist() for ids in self.inner(texts)]
+
+
+@pytest.mark.parametrize("append_eot", [True, False])
+def test_an_encoder_returning_lists_gives_the_same_bin(append_eot, tokenizer_dir, encoder, tmp_path, monkeypatch):
+    monkeypatch.setattr(data_module, "GROUP_CHARS", 30)
+    documents = DOCUMENTS * 3 + [" ".join(DOCUMENTS)]
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
+    for name, text_encoder in (("arrays", None), ("lists", ListEncoder(tokenizer_dir))):
+        run(tokenizer_dir, "json", tmp_path / name, tmp_path, data_files=[str(data_file)], batch_size=4,
+            append_eot=append_eot, encoder=text_encoder)
+    np.testing.assert_array_equal(load_tokens(tmp_path / "lists", "train"), load_tokens(tmp_path / "arrays", "train"))
+    np.testing.assert_array_equal(load_tokens(tmp_path / "arrays", "train"),
+                                  expected_tokens(documents, encoder, 0 if append_eot else None))
