@@ -16,11 +16,16 @@ It reports MB/s and the ratio tiktoken time / hf_bpe time for the first and the 
 clock and CPU time (the machine may be shared), and the peak RSS and encoder cache size:
 
     python scripts/bench_encode.py --single-pass /work/shared/corpora/*.txt
+
+--profile (with --single-pass) also runs hf_bpe's calls under cProfile and prints where its time goes (the
+profiler adds its own cost to each Python-level call, so the ratios of that run are not the ones to quote).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import resource
 import statistics
 import time
@@ -126,7 +131,8 @@ def rss_megabytes() -> float:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
 
 
-def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: int, cache_megabytes: int) -> None:
+def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: int, cache_megabytes: int,
+                profile: bool = False) -> None:
     total_bytes = sum(path.stat().st_size for path in paths)
     encoding = build_tiktoken(vocab_path, merges_path)
     tokenizer = Tokenizer.from_files(vocab_path, merges_path, special_tokens=[EOT],
@@ -140,11 +146,16 @@ def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: i
     done_bytes = 0
     documents = read_documents(paths)
     round_number = 0
+    profiler = cProfile.Profile() if profile else None
     while batch := [document for _, document in zip(range(group), documents)]:
         size = sum(len(document.encode("utf-8")) for document in batch)
         half = 0 if done_bytes + size / 2 <= total_bytes / 2 else 1
-        contenders = [lambda: tokenizer.encode_batch(batch, num_workers=1),
-                      lambda: [encoding.encode_ordinary(document) for document in batch]]
+        def encode_hf_bpe() -> list[list[int]]:
+            if profiler is None:
+                return tokenizer.encode_batch(batch, num_workers=1)
+            return profiler.runcall(tokenizer.encode_batch, batch, num_workers=1)
+
+        contenders = [encode_hf_bpe, lambda: [encoding.encode_ordinary(document) for document in batch]]
         order = [0, 1] if round_number % 2 == 0 else [1, 0]
         results: list[list[list[int]]] = [[], []]
         for index in order:
@@ -164,6 +175,8 @@ def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: i
     print(f"\nsingle pass over {names}: {total_bytes / 1e6:.0f} MB, {round_number} groups of {group} documents, "
           f"cache bound {cache_megabytes} MiB")
     for half in (0, 1):
+        if not half_bytes[half]:
+            continue  # one group of documents: no second half
         megabytes = half_bytes[half] / 1e6
         print(f"  half {half + 1} ({megabytes:.0f} MB): hf_bpe {megabytes / wall[half][0]:.2f} MB/s, tiktoken "
               f"{megabytes / wall[half][1]:.2f} MB/s, ratio {wall[half][1] / wall[half][0]:.2f}x wall "
@@ -175,6 +188,9 @@ def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: i
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  RSS before the pass {rss_before:.0f} MB, peak during it {peak_rss:.0f} MB (ru_maxrss {maxrss:.0f} MB); "
           f"encoder cache {tokenizer.cache_size() / 2**20:.0f} MiB")
+    if profiler is not None:
+        print("\nhf_bpe under cProfile (internal time):")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
 
 def main() -> None:
@@ -187,9 +203,11 @@ def main() -> None:
     parser.add_argument("--single-pass", action="store_true", help="run the single-pass protocol (see above)")
     parser.add_argument("--group", type=int, default=1000, help="documents per encode_batch call (--single-pass)")
     parser.add_argument("--cache-mb", type=int, default=256, help="Tokenizer cache_bytes in MiB (--single-pass)")
+    parser.add_argument("--profile", action="store_true", help="profile hf_bpe's calls with cProfile (--single-pass)")
     arguments = parser.parse_args()
     if arguments.single_pass:
-        single_pass(arguments.corpora, arguments.vocab, arguments.merges, arguments.group, arguments.cache_mb)
+        single_pass(arguments.corpora, arguments.vocab, arguments.merges, arguments.group, arguments.cache_mb,
+                    arguments.profile)
         return
     for path in arguments.corpora:
         bench_corpus(path, arguments.vocab, arguments.merges, arguments.repeats, arguments.workers)
