@@ -14,6 +14,7 @@ from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 
+import numpy as np
 import pytest
 import regex
 import tiktoken
@@ -125,6 +126,8 @@ def test_fixture_ids_equal_tiktoken_and_hf_tokenizers(name: str) -> None:
     assert ids == gpt2_tiktoken().encode(text, allowed_special="all")
     assert ids == hf_tokenizer().encode(text).ids
     assert gpt2_tokenizer().decode(ids) == text
+    array = gpt2_tokenizer().encode_to_numpy(text)
+    assert array.dtype == np.uint32 and array.tolist() == ids
     plain_ids = gpt2_tokenizer_without_specials().encode(text)
     assert plain_ids == gpt2_tiktoken().encode(text, disallowed_special=())
 
@@ -481,8 +484,12 @@ def test_encode_batch_equals_encode_serial_and_in_processes(monkeypatch: pytest.
     assert tokenizer.encode_batch(texts, num_workers=1) == expected
     monkeypatch.setattr(encode_module, "_MIN_PARALLEL_LENGTH", 0)
     assert tokenizer.encode_batch(texts, num_workers=2) == expected
+    assert [array.tolist() for array in tokenizer.encode_batch_to_numpy(texts, num_workers=2)] == expected
+    assert [array.tolist() for array in tokenizer.encode_batch_to_numpy(texts, num_workers=1)] == expected
     with pytest.raises(TypeError, match="str"):
         tokenizer.encode_batch(["a", b"b"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="str"):
+        tokenizer.encode_to_numpy(b"a")  # type: ignore[arg-type]
 
 
 def test_token_lookups_and_read_only_views() -> None:
