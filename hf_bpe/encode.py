@@ -8,10 +8,10 @@
 'abc abcd<|endoftext|>'
 
 How it is fast: text is cut into GPT-2 pre-tokens by one C-level `re.findall` (stdlib `re`, with the pinned
-character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level `map`, so
-text whose pre-tokens were seen before costs two C calls. Pre-tokens missing from the cache wait, with a marker in
-the ids, until enough of them have gathered to be merged in one numpy batch (`hf_bpe.merge`); the markers are then
-replaced. The cache is bounded in bytes (`cache_bytes`); see `hf_bpe.pretoken_cache`.
+character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level `map`
+(ids packed as bytes, joined in C), so text whose pre-tokens were seen before costs a few C calls per document.
+Pre-tokens missing from the cache wait, with a marker in the ids, until enough of them have gathered to be merged
+in one numpy batch (`hf_bpe.merge`); the markers are then replaced. The cache is bounded in bytes (`cache_bytes`); see `hf_bpe.pretoken_cache`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ class Tokenizer:
                 self._token_ids[encoded] = next_id
                 next_id += 1
             self._special_ids[special] = self._token_ids[encoded]
-        self._special_id_bytes = {special: pack_ids([(token_id,)])[0] for special, token_id in self._special_ids.items()}
+        self._special_id_bytes = {special: pack_ids([(token_id,)])[0]
+                                  for special, token_id in self._special_ids.items()}
         self._splitter = SpecialTokenSplitter(self._special_tokens)
         self._byte_ids: dict[int, int] = {byte: self._token_ids[bytes([byte])] for byte in range(256)
                                           if bytes([byte]) in self._token_ids}
@@ -268,9 +269,9 @@ class Tokenizer:
         once enough missing pre-tokens have gathered (and at the end), they are merged in one batch and the markers
         replaced.
         """
-        # Encoding allocates millions of small objects (the cache's keys and values) and no reference cycles: with the cyclic
-        # garbage collector paused, a first pass over text runs 10% faster (it would otherwise traverse the growing
-        # cache again and again). It resumes, and catches up, when the call returns.
+        # Encoding allocates millions of small objects (the cache's keys and values) and no reference cycles: with the
+        # cyclic garbage collector paused, a first pass over text runs 10% faster (it would otherwise traverse the
+        # growing cache again and again). It resumes, and catches up, when the call returns.
         collecting = gc.isenabled()
         gc.disable()
         try:
