@@ -11,7 +11,8 @@ How it is fast: text is cut into GPT-2 pre-tokens by one C-level `re.findall` (s
 character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level `map`
 (ids packed as bytes, joined in C), so text whose pre-tokens were seen before costs a few C calls per document.
 Pre-tokens missing from the cache wait, with a marker in the ids, until enough of them have gathered to be merged
-in one numpy batch (`hf_bpe.merge`); the markers are then replaced. The cache is bounded in bytes (`cache_bytes`); see `hf_bpe.pretoken_cache`.
+in one numpy batch (`hf_bpe.merge`); the markers are then replaced. The cache is bounded in bytes (`cache_bytes`);
+see `hf_bpe.pretoken_cache`.
 """
 
 from __future__ import annotations
