@@ -15,12 +15,12 @@ array (dtype, counts, eot id, tokenizer hash, dataset), and `load_tokens` memory
 Documents are encoded as ordinary text (nanoGPT's `encode_ordinary`): a special-token string inside a document stays
 text, so the end-of-text ids in the array are exactly the document boundaries.
 
-Memory does not grow with the corpus, a batch or a document: `map` runs over ranges of rows holding about equal
-bytes in each process (`balanced_row_ranges`: at most `--batch-size` documents and 16 MB each); each map worker reads
-its range as arrow, turns only one group of about GROUP_CHARS (2M) characters at a time into Python strings (a longer
-document goes to the encoder in pieces), and appends the ids to its own file, which the parent joins into the `.bin`
-in dataset order. The `.bin` is written under a temporary name and renamed only when complete, so an interrupted run
-never leaves a `.bin` that looks finished.
+Memory does not grow with the corpus, a batch or a document: `map` runs over ranges of rows (`balanced_row_ranges`:
+at most `--batch-size` documents and 16 MB each, equal bytes for each process, in stripes from all over the dataset);
+a map worker reads its range as arrow, turns only one group of about GROUP_CHARS (2M) characters at a time into
+Python strings (a longer document goes to the encoder in pieces), and appends the ids to its own file; the parent
+joins the files into the `.bin` in dataset order. The `.bin` is written under a temporary name and renamed only when
+complete, so an interrupted run never leaves a `.bin` that looks finished.
 """
 
 from __future__ import annotations
@@ -385,14 +385,14 @@ class IdsToFiles:
 
     def __call__(self, ranges: dict[str, list[int]]) -> dict[str, list[Any]]:
         file = self._own_file()
-        row = {"ids_file": [], "start": [], "stop": [], "num_documents": []}
+        row: dict[str, list[Any]] = {"first_row": [], "ids_file": [], "start": [], "stop": [], "num_documents": []}
         for first, last in zip(ranges["start"], ranges["stop"]):
             start = file.tell()
             if last > first:
                 for ids in self.flatten.encode_table(self.texts[first:last], first):
                     file.write(memoryview(ids))
-            for name, value in (("ids_file", Path(file.name).name), ("start", start), ("stop", file.tell()),
-                                ("num_documents", last - first)):
+            for name, value in (("first_row", first), ("ids_file", Path(file.name).name), ("start", start),
+                                ("stop", file.tell()), ("num_documents", last - first)):
                 row[name].append(value)
         file.flush()  # the pool may end this worker without closing its files
         return row
@@ -457,24 +457,37 @@ def _group_bounds(lengths: Sequence[int], max_length: int, max_count: int | None
         yield start, len(lengths)
 
 
-def balanced_row_ranges(sizes: Sequence[int], num_proc: int, max_rows: int, max_bytes: int
-                        ) -> list[tuple[int, int]]:
-    """Row ranges [start, stop) covering all rows in order, for `Dataset.map(num_proc=num_proc)` to encode one range
-    per call: the rows are cut into `num_proc` runs of about equal bytes, each run into ranges of at most `max_rows`
-    rows and `max_bytes` bytes (a longer row alone), and each run padded with empty ranges to the same count. map
-    shards its input into `num_proc` contiguous parts of equal counts, so each process gets one run: equal bytes of
-    text, where equal counts of rows gave one process 79% of the first 300 MB of the Linux corpus.
+# Each map process gets this many stripes of the corpus, spread over it, so that it sees the same mix of text as the
+# others: the Linux corpus ends with 300 MB of GPU register headers, which hf_bpe encodes at half its speed on C.
+STRIPES_PER_PROCESS = 16
 
-    >>> balanced_row_ranges([5, 1, 1, 1, 1, 1], 2, max_rows=2, max_bytes=10)
-    [(0, 1), (1, 1), (1, 1), (1, 3), (3, 5), (5, 6)]
+
+def balanced_row_ranges(sizes: Sequence[int], num_proc: int, max_rows: int, max_bytes: int,
+                        stripes: int = STRIPES_PER_PROCESS) -> list[tuple[int, int]]:
+    """Row ranges [start, stop) covering all rows, for `Dataset.map(num_proc=num_proc)` to encode one range per call.
+
+    The rows are cut into `num_proc` x `stripes` stripes of about equal bytes, each stripe into ranges of at most
+    `max_rows` rows and `max_bytes` bytes (a longer row alone). Process p gets stripes p, p + num_proc, ..., padded with
+    empty ranges to the same count for all: map shards its input into `num_proc` contiguous parts of equal counts, so
+    each process gets equal bytes of text, drawn from all over the corpus. (Equal counts of rows gave one process 79%
+    of the first 300 MB of the Linux corpus; equal bytes in one run each left the register headers to one process.)
+    The ranges of a process are in dataset order; sorted, all ranges are consecutive.
+
+    >>> balanced_row_ranges([5, 1, 1, 1, 1, 1], 2, max_rows=2, max_bytes=10, stripes=1)
+    [(0, 1), (6, 6), (6, 6), (1, 3), (3, 5), (5, 6)]
+    >>> balanced_row_ranges([1] * 8, 2, max_rows=8, max_bytes=8, stripes=2)
+    [(0, 2), (4, 6), (2, 4), (6, 8)]
     """
+    num_stripes = num_proc * stripes
     prefix = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-    cuts = [0, *np.searchsorted(prefix, prefix[-1] * np.arange(1, num_proc) / num_proc, side="left").tolist(),
+    cuts = [0, *np.searchsorted(prefix, prefix[-1] * np.arange(1, num_stripes) / num_stripes, side="left").tolist(),
             len(sizes)]
-    runs = [[(start + cuts[part], stop + cuts[part]) for start, stop in
-             _group_bounds(sizes[cuts[part]:cuts[part + 1]], max_bytes, max_rows)] for part in range(num_proc)]
+    runs = [[(start + cuts[stripe], stop + cuts[stripe])
+             for stripe in range(process, num_stripes, num_proc)
+             for start, stop in _group_bounds(sizes[cuts[stripe]:cuts[stripe + 1]], max_bytes, max_rows)]
+            for process in range(num_proc)]
     count = max(map(len, runs))
-    return [span for part, run in enumerate(runs) for span in run + [(cuts[part + 1],) * 2] * (count - len(run))]
+    return [span for run in runs for span in run + [(len(sizes),) * 2] * (count - len(run))]
 
 
 @contextmanager
@@ -527,8 +540,10 @@ def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: 
                 load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing (row ranges)")
     finally:
         write_ids.close()
-    columns = (mapped.data.column(name).to_pylist() for name in ("ids_file", "start", "stop"))
-    spans = list(_joined_spans(zip(*columns)))
+    # The rows of mapped are in range order, not dataset order: sorted by first row (an empty range sorts anywhere).
+    columns = (mapped.data.column(name).to_pylist() for name in ("first_row", "ids_file", "start", "stop"))
+    spans = list(_joined_spans((name, start, stop) for _, name, start, stop in
+                               sorted(zip(*columns), key=lambda row: row[0]) if stop > start))
     with progress_bar(progress, total=sum(stop - start for _, start, stop in spans), unit="B", unit_scale=True,
                       desc=f"writing {Path(file.name).name}") as bar:
         for name, start, stop in spans:

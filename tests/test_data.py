@@ -670,7 +670,8 @@ def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, 
     finally:
         write_ids.close()
     assert peak < text_bytes / 2.5, (peak, text_bytes)
-    assert row == {"ids_file": [f"ids-{os.getpid()}.bin"], "start": warm_up["stop"], "stop": [row["stop"][0]],
+    assert row == {"first_row": [0], "ids_file": [f"ids-{os.getpid()}.bin"], "start": warm_up["stop"],
+                   "stop": [row["stop"][0]],
                    "num_documents": [len(documents)]}
     ids = np.fromfile(tmp_path / row["ids_file"][0], dtype=np.uint16, offset=row["start"][0])
     np.testing.assert_array_equal(ids, expected_tokens(documents, encoder, 0))
@@ -717,37 +718,42 @@ def test_a_stream_is_cut_into_batches_of_bounded_text(tmp_path, monkeypatch):
     assert len(batches) > 30  # cut by bytes (~40 KB of text), not only by 25 documents
 
 
-@given(st.lists(st.integers(0, 50), max_size=40), st.integers(1, 4), st.integers(1, 5), st.integers(1, 60))
-def test_balanced_row_ranges(sizes, num_proc, max_rows, max_bytes):
-    ranges = data_module.balanced_row_ranges(np.array(sizes, dtype=np.int64), num_proc, max_rows, max_bytes)
-    assert [start for start, _ in ranges] == [0, *(stop for _, stop in ranges[:-1])][:len(ranges)]  # in order
-    assert ranges[-1][1] == len(sizes) if sizes else ranges == []
+@given(st.lists(st.integers(0, 50), max_size=40), st.integers(1, 4), st.integers(1, 5), st.integers(1, 60),
+       st.integers(1, 4))
+def test_balanced_row_ranges(sizes, num_proc, max_rows, max_bytes, stripes):
+    ranges = data_module.balanced_row_ranges(np.array(sizes, dtype=np.int64), num_proc, max_rows, max_bytes, stripes)
+    rows = sorted(span for span in ranges if span[1] > span[0])
+    assert [start for start, _ in rows] == [0, *(stop for _, stop in rows[:-1])][:len(rows)]  # all rows, once
+    assert (rows[-1][1] if rows else 0) == len(sizes)
     assert len(ranges) % num_proc == 0
     for start, stop in ranges:
         assert stop - start <= max_rows and (sum(sizes[start:stop]) <= max_bytes or stop - start == 1)
-    # map's contiguous shards of equal counts: each holds at most its share of the bytes plus one row
+    # map's contiguous shards of equal counts: each holds its share of the bytes, give or take a row per stripe,
+    # with its ranges in dataset order
     share = len(ranges) // num_proc
-    for part in range(num_proc):
-        rows = ranges[part * share:(part + 1) * share]
-        if rows:
-            assert sum(sizes[rows[0][0]:rows[-1][1]]) <= sum(sizes) / num_proc + max(sizes)
+    for process in range(num_proc):
+        shard = [span for span in ranges[process * share:(process + 1) * share] if span[1] > span[0]]
+        assert shard == sorted(shard)
+        shard_bytes = sum(sum(sizes[start:stop]) for start, stop in shard)
+        assert abs(shard_bytes - sum(sizes) / num_proc) <= stripes * max(sizes, default=0)
 
 
 def test_map_shards_the_ranges_as_balanced_row_ranges_expects():
     """Dataset.map(num_proc=N) gives process i the i-th of N contiguous shards of equal counts (datasets'
-    `shard(contiguous=True)`): with the padded ranges, that is the i-th run of about equal bytes."""
+    `shard(contiguous=True)`): with the padded ranges, that is equal bytes, from all over the corpus."""
     import datasets
 
-    sizes = np.array([900, 5, 5] + [10] * 97, dtype=np.int64)  # most of the text in the first rows
-    ranges = data_module.balanced_row_ranges(sizes, 3, max_rows=7, max_bytes=100)
+    sizes = np.array([10] * 97 + [300, 300, 300], dtype=np.int64)  # a third of the text in the last rows
+    ranges = data_module.balanced_row_ranges(sizes, 3, max_rows=7, max_bytes=100, stripes=4)
     table = datasets.Dataset.from_dict({"start": [start for start, _ in ranges], "stop": [stop for _, stop in ranges]})
-    shard_bytes = []
+    shard_bytes, shard_rows = [], []
     for index in range(3):
         shard = table.shard(num_shards=3, index=index, contiguous=True)
-        shard_bytes.append(int(sizes[min(shard["start"]):max(shard["stop"])].sum()))
-    assert sum(shard_bytes) == sizes.sum()
-    assert max(shard_bytes) <= sizes.sum() / 3 + sizes.max()
-    assert shard_bytes[1] > 0 and shard_bytes[2] > 0  # equal counts of rows would give the first shard 1,130 of 1,880
+        shard_rows.append([row for start, stop in zip(shard["start"], shard["stop"]) for row in range(start, stop)])
+        shard_bytes.append(int(sizes[shard_rows[-1]].sum()))
+    assert sorted(row for rows in shard_rows for row in rows) == list(range(len(sizes)))
+    assert max(shard_bytes) - min(shard_bytes) <= 4 * 300, shard_bytes
+    assert all(min(rows) < len(sizes) / 2 < max(rows) for rows in shard_rows)  # stripes from all over
 
 
 class ListEncoder:
