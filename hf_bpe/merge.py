@@ -13,28 +13,35 @@ shared corpora: 8.5 bytes on average, 24 on multi_manpages):
 * `merge_with_heap` (longer pre-tokens): O(n log n) with a linked list of positions and a lazy min-heap keyed by
   `rank * n + position` (one int, so entries compare in C and ties go to the leftmost position). Without it a run of a
   million equal characters takes minutes; with it, seconds.
-* `merge_batch` (at least `MIN_BATCH_MERGE` = 128 new pre-tokens at once): all words advance together in numpy
+* `merge_batch` (at least `MIN_BATCH_MERGE` = 96 new pre-tokens at once): all words advance together in numpy
   arrays, end to end, each followed by a separator id that is in no pair. Each step takes every unfinished word's
-  lowest pair rank (one `minimum.reduceat` over the word starts, which are kept across steps) and merges all its
-  non-overlapping occurrences when the merges are monotone (true of trained merges, GPT-2's included), else the
-  leftmost one; only the ranks next to a merge are looked up again, in an open-addressing hash table (all keys'
-  first probe at once, then only the few whose home slot holds another key). Finished words leave the arrays in
-  bulk once they hold a quarter of them. The first ranks come from a 65,536-entry table of byte pairs.
+  lowest pair rank (one `minimum.reduceat` over the word starts) and merges all its non-overlapping occurrences
+  when the merges are monotone (true of trained merges, GPT-2's included), else the leftmost one; only the ranks
+  next to a merge are looked up again, in an open-addressing hash table (all keys' first probe at once, then only
+  the few whose home slot holds another key). A merge leaves a hole (positions link to their live neighbours), and
+  the arrays are compacted, finished words taken out, only when holes and finished words fill half of them. The
+  first ranks come from a 65,536-entry table of byte pairs. `merge_batch_packed` cuts each word's ids as bytes
+  straight from the arrays, for the encoder's cache, with no int object or tuple per id.
   `python scripts/bench_merge.py /work/shared/corpora/*.txt` and `... /work/corpora/linux_300mb.txt --megabytes 100`
   (all distinct pre-tokens in first-seen order, CPU us per pre-token, batches of 4,096 / 1,024, against the kernel
-  of commit a689147 in the same run, machine shared): en_gcide 3.29 -> 2.23 / 5.03 -> 3.52, en_pydocs 6.01 -> 2.90
-  / 10.50 -> 4.10, multi_manpages (24 bytes per pre-token) 9.99 -> 4.50 / 9.88 -> 4.83, Linux code 3.96 -> 2.06 /
-  5.84 -> 2.75; 5.9 -> 3.1 us over the three shared corpora. About half of the gain is a fix: the monotone check
-  looked at reordered ranks, so GPT-2's merges ran one occurrence per word and step. The scalar kernels take 7-13 us
-  per pre-token; they break even with merge_batch at about 128 words. Per step, the lookups (about 12 per pre-token,
-  28 ns each: a third of them next to a separator) take a quarter of the time, the reduceat and the compaction of
-  the arrays most of the rest, and making the result tuples about a tenth. Measured and dropped: a row-displacement
-  table (one probe, no loop: seconds to build), a dense table for ids below 1,024-2,048 with the hash behind it,
-  hash loads of 1/4 and 1/16, and keys packed with ranks (all within 10% of this hash table, per lookup bound by
-  the numpy passes, not by the probes); finishing the last words (up to 250-1,000 positions) with the scalar
-  kernels; removing finished words at a share of 1/2 or 1/8 instead of 1/4 (within noise). Pre-merging the vocab's
-  own tokens cannot pay: the encoder merges each distinct pre-token once, so it would merge as many words as it
-  saves.
+  of commit a689147 in the same run, machine shared), old -> merge_batch -> merge_batch_packed: en_gcide 2.64 ->
+  1.74 -> 1.52 / 3.68 -> 2.31 -> 2.04, en_pydocs 5.04 -> 2.57 -> 2.25 / 9.20 -> 3.50 -> 3.12, multi_manpages
+  (24 bytes per pre-token) 7.76 -> 3.38 -> 3.00 / 9.98 -> 4.18 -> 3.80, Linux code 4.69 -> 2.35 -> 1.95 / 7.20 ->
+  3.13 -> 2.71; over the three shared corpora 4.7 -> 2.4 -> 2.1 us. About half of the gain is a fix: the monotone
+  check looked at reordered ranks, so GPT-2's merges ran one occurrence per word and step. The scalar path
+  (`merge_ids` per word, then packing) takes 8-10 us per pre-token; merge_batch_packed breaks even with it at
+  about 64 words and is 15-25% faster at 96. Batches of 4,096, 8,192 and 16,384 words cost about the same per word
+  (within the noise of the shared machine; 16,384 were 5-20% slower on multi_manpages, and cutting them into parts
+  of 2^17-2^19 bytes did not help).
+  Where the time goes (en_gcide, multi_manpages): the pair lookups (about 12 per pre-token, a third of them next to
+  a separator) a quarter, the reduceat, the candidates and the compactions most of the rest, the results a tenth.
+  Measured and dropped: a row-displacement table (one probe, no loop, but seconds to build), a dense table for ids
+  below 1,024-2,048 with the hash behind it, hash loads of 1/4 and 1/16, keys packed with ranks (all within 10% of
+  this hash table: a lookup costs its numpy passes, not its probes); finishing the last words (up to 250-1,000
+  positions) with the scalar kernels; taking finished words out at other shares (within noise); building result
+  tuples by zipping id columns per result length (faster on en_gcide, slower on multi_manpages). Pre-merging the
+  vocab's own tokens cannot pay: the encoder merges each distinct pre-token once, so it would merge as many words
+  as it saves.
 * int32: ids and ranks are int32 when they fit (always for real vocabs): in a micro-benchmark, boolean compaction
   of int32 arrays ran 4x faster than of int64 ones.
 * `BatchTables.id_objects`: `ndarray.tolist()` makes a new int object for every id. Mapping each id to the one int
@@ -55,7 +62,7 @@ import numpy as np
 #: Pre-tokens with at most this many bytes are merged by repeated scans, longer ones with the heap.
 MAX_SCAN_MERGE_LENGTH = 24
 #: At least this many words are merged by `merge_batch` (numpy); fewer go one at a time.
-MIN_BATCH_MERGE = 128
+MIN_BATCH_MERGE = 96
 #: The rank standing for "no merge" (above every real rank).
 NO_RANK = sys.maxsize
 
