@@ -27,7 +27,7 @@ import numpy as np
 
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2_merges_numbered, load_gpt2_vocab
-from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch, merge_ids
+from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch_packed, merge_ids
 from hf_bpe.pretoken_cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
@@ -315,7 +315,7 @@ class Tokenizer:
             if self._batch_tables is None:
                 self._batch_tables = BatchTables(self._byte_ids, self._pair_ranks, self._merged_ids)
             try:
-                return pack_ids(merge_batch(words, self._batch_tables))
+                return merge_batch_packed(words, self._batch_tables, ID_DTYPE)
             except MissingByteError:
                 pass  # the scalar path below names the pre-token
         return pack_ids(list(map(self._merge_word, words)))
