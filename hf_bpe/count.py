@@ -62,6 +62,7 @@ from hf_bpe.parallel import (
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
+    SAFE_SPACE_REGEX,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
     replace_surrogates,
@@ -77,6 +78,8 @@ MIN_PARALLEL_BYTES = 4 << 20
 BATCH_CHARS = 1 << 20
 # A piece table with more entries than this is converted to pre-token counts (about 60 MB of pieces per worker).
 MAX_PIECES = 1 << 19
+# A document longer than this many characters is cut into pieces one segment at a time (`_segments`).
+SEGMENT_CHARS = 1 << 20
 
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
 # A candidate file cut: a space byte followed by a byte that starts a non-whitespace character. Multi-byte UTF-8
@@ -248,7 +251,14 @@ class PieceCounter:
         """Count the pieces of one text (its special tokens split it into documents and are dropped)."""
         update = self.pieces.update
         for document in self._splitter.split(text) if self._splitter else (text,):
-            update(split_into_pieces(document))
+            if len(document) <= SEGMENT_CHARS:
+                update(split_into_pieces(document))
+                continue
+            for segment in _segments(document):  # a long document never holds the list of all its pieces
+                self.pieces.update(split_into_pieces(segment))
+                if len(self.pieces) > self.max_pieces:
+                    self.flush()  # a new piece table
+            update = self.pieces.update
         if len(self.pieces) > self.max_pieces:
             self.flush()
 
@@ -292,6 +302,25 @@ class PieceCounter:
             for pretoken in ascii_findall(piece) if piece.isascii() else findall(piece):
                 counts[pretoken] += count
         return counts
+
+
+def _segments(document: str) -> Iterator[str]:
+    """The document cut into segments of at least `SEGMENT_CHARS` characters (the last may be shorter), each cut
+    before the first safe space (`hf_bpe.pretokenize.SAFE_SPACE_REGEX`) at or after that length: no pre-token crosses
+    it (`hf_bpe.pretokenize`, fact 1), so the segments' pre-tokens are the document's. A text from an iterable is one
+    document however long (the Linux corpus has 24 MB ones), and its list of pieces takes about 3 times its size.
+
+    >>> list(_segments("a b")) == ["a b"]
+    True
+    """
+    start = 0
+    while len(document) - start > SEGMENT_CHARS:
+        found = SAFE_SPACE_REGEX.search(document, start + SEGMENT_CHARS)
+        if found is None:
+            break
+        yield document[start:found.start()]
+        start = found.start()
+    yield document[start:] if start else document
 
 
 # --- chunk boundaries ----------------------------------------------------------------------------------------------

@@ -95,6 +95,19 @@ def test_each_text_is_counted_on_its_own(texts: list[str], special_tokens: list[
     assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(adversarial_text, max_size=4), st.sampled_from(SPECIAL_TOKEN_SETS), st.integers(1, 12))
+def test_long_documents_count_alike_in_segments(monkeypatch: pytest.MonkeyPatch, texts: list[str],
+                                               special_tokens: list[str], segment_chars: int) -> None:
+    monkeypatch.setattr(hf_bpe.count, "SEGMENT_CHARS", segment_chars)
+    segments = [list(hf_bpe.count._segments(text)) for text in texts]
+    assert ["".join(parts) for parts in segments] == texts
+    assert all(len(part) >= segment_chars for parts in segments for part in parts[:-1])
+    assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)
+    monkeypatch.setattr(hf_bpe.count, "MAX_PIECES", 3)  # piece tables converted between segments too
+    assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)
+
+
 def test_pieces_seen_often_and_rarely_are_counted_alike() -> None:
     # Counts of pieces from 1 to hundreds, ASCII and not, whitespace runs among them.
     texts = [f" it's{i % 40} x'S{i % 3}\u00e9\u200d!" * (i % 20) + "\n\n a" for i in range(300)]
