@@ -186,13 +186,13 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
     total = len(texts) if isinstance(texts, Sized) else None
-    batches = _batches(texts)
+    batches = _batches(texts, specials)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
         if engine is None:
-            first = next(batches, [])
+            first = next(batches, _Batch())
             second = next(batches, None)
             if second is None:
-                bar.update(len(first))
+                bar.update(first.texts)
                 return count_pretokens(first, specials)
             batches = _chain_batches(first, second, batches)
             engine = LocalCountingEngine(num_workers)
@@ -378,12 +378,12 @@ class _FileTask:
 
 
 class _BatchTask:
-    """Counts a batch (list) of texts, each on its own; its size is the number of texts."""
+    """Counts a batch (list) of texts, each on its own; its size is the number of texts (`_Batch.texts`)."""
 
     def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
         for text in batch:
             counter.add_text(replace_surrogates(text))
-        return len(batch)
+        return getattr(batch, "texts", len(batch))
 
 
 def _find_replacements(tasks: list[tuple[str, int, int]], stats: CountStats) -> None:
@@ -555,22 +555,49 @@ def _check_is_text(index: int, text: object) -> None:
         raise InputError(f"text #{index} of the input is {type(text).__name__}, not str")
 
 
-def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
-    """Lists of consecutive texts of about BATCH_CHARS characters in all, checking that each text is a str."""
-    batch: list[str] = []
-    size = 0
+class _Batch(list):
+    """A batch of texts for `_BatchTask`: a list of strs, and `texts`, how many texts of the input end in it (a long
+    text is sent as parts, possibly over several batches)."""
+
+    texts = 0
+
+
+def _batches(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Iterator[_Batch]:
+    """Batches of consecutive texts of about BATCH_CHARS characters in all, checking that each text is a str.
+
+    A text longer than `SEGMENT_CHARS` is sent as parts: its documents (split at the special tokens, after replacing
+    its lone surrogates) cut into segments (`_segments`), each counted alone with the same result. So no batch
+    holds more than about BATCH_CHARS + SEGMENT_CHARS characters, whatever the longest text, and the batches waiting
+    in the queue and in the workers stay small.
+
+    >>> [(list(batch), batch.texts) for batch in _batches(["a", "b c"])]
+    [(['a', 'b c'], 2)]
+    """
+    splitter = SpecialTokenSplitter(special_tokens)
+    batch, size = _Batch(), 0
     for index, text in enumerate(texts):
         _check_is_text(index, text)
-        batch.append(text)
-        size += len(text) + 1
+        if len(text) <= SEGMENT_CHARS:
+            batch.append(text)
+            size += len(text) + 1
+        else:
+            text = replace_surrogates(text)  # as the workers would: no part may differ from its text there
+            for document in splitter.split(text) if splitter else (text,):
+                for segment in _segments(document):
+                    if size >= BATCH_CHARS:
+                        yield batch
+                        batch, size = _Batch(), 0
+                    batch.append(segment)
+                    size += len(segment) + 1
+        batch.texts += 1
         if size >= BATCH_CHARS:
             yield batch
-            batch, size = [], 0
-    if batch:
+            batch, size = _Batch(), 0
+    if batch or batch.texts:
         yield batch
 
 
-def _chain_batches(first: list[str], second: list[str], rest: Iterator[list[str]]) -> Iterator[list[str]]:
+def _chain_batches(first: _Batch, second: _Batch, rest: Iterator[_Batch]) -> Iterator[_Batch]:
     yield first
     yield second
     yield from rest

@@ -373,6 +373,33 @@ def test_iterator_in_batches_with_two_workers(monkeypatch: pytest.MonkeyPatch) -
     assert [num_workers for _, _, num_workers in pools] == [2]
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(adversarial_text, max_size=5), st.sampled_from(SPECIAL_TOKEN_SETS), st.integers(1, 12),
+       st.integers(1, 30))
+def test_long_texts_are_sent_as_parts_that_count_alike(monkeypatch: pytest.MonkeyPatch, texts: list[str],
+                                                      special_tokens: list[str], segment_chars: int,
+                                                      batch_chars: int) -> None:
+    monkeypatch.setattr(hf_bpe.count, "SEGMENT_CHARS", segment_chars)
+    monkeypatch.setattr(hf_bpe.count, "BATCH_CHARS", batch_chars)
+    batches = list(hf_bpe.count._batches(texts, special_tokens))
+    assert sum(batch.texts for batch in batches) == len(texts)  # the progress bar counts texts, not parts
+    assert all(sum(map(len, batch)) < batch_chars + 2 * segment_chars + 40 for batch in batches)
+    engine = ReversedEngine()
+    assert count_pretokens_in_iterator(iter(texts), special_tokens, engine=engine) == \
+        reference_counts(texts, special_tokens)
+
+
+def test_a_long_text_is_cut_after_its_surrogates_are_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A lone surrogate becomes U+FFFD before the special tokens are looked for, so "x \ud800" holds the special
+    # token "x \ufffd"; cutting the text before " \ud800" first would have counted it as text.
+    text = "ab x \ud800 cd " * 50
+    expected = count_pretokens([text], ["x \ufffd"])
+    assert b"x" not in expected and b" \xef\xbf\xbd" not in expected
+    monkeypatch.setattr(hf_bpe.count, "SEGMENT_CHARS", 4)
+    monkeypatch.setattr(hf_bpe.count, "BATCH_CHARS", 16)
+    assert count_pretokens_in_iterator([text, text], ["x \ufffd"], engine=ReversedEngine()) == expected + expected
+
+
 def test_nothing_is_printed_by_default_and_progress_goes_to_stderr(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "a.txt", b"hello world " * 100)
