@@ -178,10 +178,12 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
-    counted in this process. `engine` counts the batches elsewhere (see the module docstring). Measured on the Linux
-    corpus streamed as a `datasets.IterableDataset` of lines, 2 workers: 300 MB peaks at 1.03 GB RSS for the process
-    tree and 1.2 GB at 1.19 GB (0.92 GB PSS; files: 0.40 and 0.32 GB); most of it is `datasets` itself, whose stream
-    alone holds 0.33-0.45 GB in the parent, which forked workers share.
+    counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `_batches`).
+    `engine` counts the batches elsewhere (see the module docstring). Measured with `train_bpe_from_iterator` on the
+    Linux corpus as a streaming `datasets.IterableDataset` of JSON lines (one document per row, up to 24 MB), 2
+    workers: the process tree peaks at 907 MB RSS / 620 MB PSS for 300 MB and 1,009 / 765 MB for 1.22 GB; most of it
+    is `datasets` (167 MB to import it; iterating the stream alone peaks at 384 and 482 MB), whose pages the forked
+    workers share.
     """
     _check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)

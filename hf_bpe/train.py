@@ -285,7 +285,7 @@ class _BucketQueue:
         while True:
             top, top_count = self.top, self.top_count
             while top:
-                key, pair = heappop(top)
+                _, pair = heappop(top)
                 count = pair_counts.get(pair, 0)
                 if count == top_count:
                     return pair
