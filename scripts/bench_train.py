@@ -3,10 +3,13 @@
     python scripts/bench_train.py /work/shared/corpora/*.txt --vocab-size 10000 --repeats 3
     python scripts/bench_train.py /work/corpora/linux_code.txt --vocab-size 32000 --repeats 1 --queues
     python scripts/bench_train.py /work/corpora/linux_x4.txt --vocab-size 32000 --repeats 1 --tools hf_bpe
+    python scripts/bench_train.py /work/corpora/linux_code.jsonl --vocab-size 32000 --repeats 1 --tools hf_bpe_stream
 
 Each training runs in a fresh subprocess. Reported per run: wall time of the training call (in the child, imports
 excluded) and the peak resident memory of the child's whole process tree (the child and its worker processes,
-summed, sampled every 50 ms from /proc), then the hf_bpe / HF ratios. The tools alternate, and which goes first
+summed, sampled every 50 ms from /proc; PSS beside it), then the hf_bpe / HF ratios. `hf_bpe_stream` (not run by
+default) trains with `train_bpe_from_iterator` on JSON lines files read as a streaming `datasets.IterableDataset`
+(`load_dataset("json", data_files=..., streaming=True)`, column "text"). The tools alternate, and which goes first
 alternates between repeats, so that load from other processes on the machine hits both alike. Then the medians, and
 the overlap of the two tools' first 1000 merges (HF breaks ties between equally frequent pairs differently, and does
 not split documents at special tokens while training, so the merges are not identical).
@@ -32,6 +35,7 @@ from tree_memory import PeakTreeMemory
 SPECIAL_TOKENS = ["<|endoftext|>"]
 OVERLAP_MERGES = 1000
 TOOLS = ("hf_bpe", "hf_tokenizers")
+ALL_TOOLS = (*TOOLS, "hf_bpe_stream")
 QUEUES = ("buckets", "heap")
 
 
@@ -39,6 +43,18 @@ def train_hf_bpe(paths: list[str], vocab_size: int, workers: int | None) -> list
     from hf_bpe import train_bpe
 
     _, merges = train_bpe(paths, vocab_size, SPECIAL_TOKENS, num_workers=workers, progress=False, verbose=True)
+    return merges
+
+
+def train_hf_bpe_stream(paths: list[str], vocab_size: int, workers: int | None) -> list[tuple[bytes, bytes]]:
+    import datasets
+
+    from hf_bpe import train_bpe_from_iterator
+
+    datasets.disable_progress_bars()
+    stream = datasets.load_dataset("json", data_files=paths, split="train", streaming=True)
+    _, merges = train_bpe_from_iterator((row["text"] for row in stream), vocab_size, SPECIAL_TOKENS,
+                                        num_workers=workers, progress=False, verbose=True)
     return merges
 
 
@@ -59,7 +75,7 @@ def train_hf_tokenizers(paths: list[str], vocab_size: int, workers: int | None) 
 
 def run_tool(tool: str, paths: list[str], vocab_size: int, workers: int | None) -> dict:
     """Train once; wall seconds, number of merges and the first merges as hex pairs."""
-    train = train_hf_bpe if tool == "hf_bpe" else train_hf_tokenizers
+    train = {"hf_bpe": train_hf_bpe, "hf_bpe_stream": train_hf_bpe_stream, "hf_tokenizers": train_hf_tokenizers}[tool]
     start = time.perf_counter()
     merges = train(paths, vocab_size, workers)
     return {"wall": time.perf_counter() - start, "num_merges": len(merges),
@@ -111,13 +127,13 @@ def run_in_subprocess(child: str, args: argparse.Namespace) -> dict:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment)
     memory = PeakTreeMemory(process.pid)
     _, status, _ = os.wait4(process.pid, 0)
-    peak = memory.stop().rss
+    memory.stop()
     assert process.stdout is not None
     output = process.stdout.read()
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{child} failed with exit code {os.waitstatus_to_exitcode(status)}")
     result = json.loads(output.strip().splitlines()[-1])
-    result["peak_mb"] = peak / 1e6
+    result["peak_mb"], result["peak_pss_mb"] = memory.rss / 1e6, memory.pss / 1e6
     return result
 
 
@@ -127,8 +143,9 @@ def compare_tools(args: argparse.Namespace) -> None:
         for tool in args.tools if repeat % 2 == 0 else args.tools[::-1]:
             results[tool].append(run_in_subprocess(tool, args))
         print(f"run {repeat + 1}: " + " | ".join(
-            f"{tool} {results[tool][-1]['wall']:7.2f} s {results[tool][-1]['peak_mb']:7.0f} MB" for tool in args.tools)
-            + ("" if len(args.tools) < 2 else
+            f"{tool} {results[tool][-1]['wall']:7.2f} s {results[tool][-1]['peak_mb']:7.0f} MB "
+            f"(PSS {results[tool][-1]['peak_pss_mb']:.0f} MB)" for tool in args.tools)
+            + ("" if not {"hf_bpe", "hf_tokenizers"} <= set(args.tools) else
                f" | time ratio {results['hf_bpe'][-1]['wall'] / results['hf_tokenizers'][-1]['wall']:.2f}, "
                f"memory ratio {results['hf_bpe'][-1]['peak_mb'] / results['hf_tokenizers'][-1]['peak_mb']:.2f}"),
             flush=True)
@@ -136,9 +153,10 @@ def compare_tools(args: argparse.Namespace) -> None:
     def median(tool: str, key: str) -> float:
         return statistics.median(run[key] for run in results[tool])
 
-    print("median: " + " | ".join(f"{tool} {median(tool, 'wall'):.2f} s {median(tool, 'peak_mb'):.0f} MB"
+    print("median: " + " | ".join(f"{tool} {median(tool, 'wall'):.2f} s {median(tool, 'peak_mb'):.0f} MB "
+                                  f"(PSS {median(tool, 'peak_pss_mb'):.0f} MB)"
                                   for tool in args.tools), end="")
-    if len(args.tools) < 2:
+    if not {"hf_bpe", "hf_tokenizers"} <= set(args.tools):
         print()
         return
     pairs = list(zip(results["hf_bpe"], results["hf_tokenizers"]))
@@ -173,10 +191,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each tool (default 3)")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes for hf_bpe, threads for HF (default: each tool's own, all CPUs)")
-    parser.add_argument("--tools", nargs="*", choices=TOOLS, default=list(TOOLS),
-                        help="whole trainings to compare (default: both; none with --tools alone)")
+    parser.add_argument("--tools", nargs="*", choices=ALL_TOOLS, default=list(TOOLS),
+                        help="whole trainings to compare (default: hf_bpe and hf_tokenizers; none with --tools alone; "
+                             "hf_bpe_stream reads JSON lines files as a streaming dataset)")
     parser.add_argument("--queues", action="store_true", help="also time the merge loop with each priority queue")
-    parser.add_argument("--child", choices=[*TOOLS, "queues"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=[*ALL_TOOLS, "queues"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "queues":
         print(json.dumps(run_queues(args.corpus, args.vocab_size, args.workers, args.repeats)))
