@@ -62,10 +62,10 @@ from hf_bpe.parallel import (
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
-    SAFE_SPACE_REGEX,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
     replace_surrogates,
+    safe_segments,
     split_into_pieces,
     validate_special_tokens,
 )
@@ -78,7 +78,7 @@ MIN_PARALLEL_BYTES = 4 << 20
 BATCH_CHARS = 1 << 20
 # A piece table with more entries than this is converted to pre-token counts (about 60 MB of pieces per worker).
 MAX_PIECES = 1 << 19
-# A document longer than this many characters is cut into pieces one segment at a time (`_segments`).
+# A document longer than this many characters is cut into pieces one segment at a time (`safe_segments`).
 SEGMENT_CHARS = 1 << 20
 
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
@@ -256,7 +256,7 @@ class PieceCounter:
             if len(document) <= SEGMENT_CHARS:
                 update(split_into_pieces(document))
                 continue
-            for segment in _segments(document):  # a long document never holds the list of all its pieces
+            for segment in safe_segments(document, SEGMENT_CHARS):  # never the list of all its pieces
                 self.pieces.update(split_into_pieces(segment))
                 if len(self.pieces) > self.max_pieces:
                     self.flush()  # a new piece table
@@ -304,25 +304,6 @@ class PieceCounter:
             for pretoken in ascii_findall(piece) if piece.isascii() else findall(piece):
                 counts[pretoken] += count
         return counts
-
-
-def _segments(document: str) -> Iterator[str]:
-    """The document cut into segments of at least `SEGMENT_CHARS` characters (the last may be shorter), each cut
-    before the first safe space (`hf_bpe.pretokenize.SAFE_SPACE_REGEX`) at or after that length: no pre-token crosses
-    it (`hf_bpe.pretokenize`, fact 1), so the segments' pre-tokens are the document's. A text from an iterable is one
-    document however long (the Linux corpus has 24 MB ones), and its list of pieces takes about 3 times its size.
-
-    >>> list(_segments("a b")) == ["a b"]
-    True
-    """
-    start = 0
-    while len(document) - start > SEGMENT_CHARS:
-        found = SAFE_SPACE_REGEX.search(document, start + SEGMENT_CHARS)
-        if found is None:
-            break
-        yield document[start:found.start()]
-        start = found.start()
-    yield document[start:] if start else document
 
 
 # --- chunk boundaries ----------------------------------------------------------------------------------------------
@@ -568,7 +549,7 @@ def _batches(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Iterat
     """Batches of consecutive texts of about BATCH_CHARS characters in all, checking that each text is a str.
 
     A text longer than `SEGMENT_CHARS` is sent as parts: its documents (split at the special tokens, after replacing
-    its lone surrogates) cut into segments (`_segments`), each counted alone with the same result. So no batch
+    its lone surrogates) cut into segments (`safe_segments`), each counted alone with the same result. So no batch
     holds more than about BATCH_CHARS + SEGMENT_CHARS characters, whatever the longest text, and the batches waiting
     in the queue and in the workers stay small.
 
@@ -585,7 +566,7 @@ def _batches(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Iterat
         else:
             text = replace_surrogates(text)  # as the workers would: no part may differ from its text there
             for document in splitter.split(text) if splitter else (text,):
-                for segment in _segments(document):
+                for segment in safe_segments(document, SEGMENT_CHARS):
                     if size >= BATCH_CHARS:
                         yield batch
                         batch, size = _Batch(), 0

@@ -35,6 +35,7 @@ from hf_bpe.pretokenize import (
     SAFE_SPACE_REGEX,
     SpecialTokenSplitter,
     replace_surrogates,
+    safe_segments,
     validate_special_tokens,
 )
 
@@ -46,7 +47,7 @@ DEFAULT_CACHE_BYTES = 256 << 20
 _PENDING_BATCH = 16384
 # encode_iterable encodes the buffered text once it holds this many characters.
 _STREAM_WINDOW = 1 << 16
-# A text longer than this is pre-tokenized one segment at a time (see _segments).
+# A text longer than this is pre-tokenized one segment at a time (`pretokenize.safe_segments`).
 _SEGMENT_CHARS = 1 << 20
 # encode_batch uses processes only for at least this many characters of text: below it, starting them costs more.
 _MIN_PARALLEL_LENGTH = 1 << 20
@@ -294,7 +295,7 @@ class Tokenizer:
                 if index % 2:
                     parts.append(self._special_id_bytes[part])
                     continue
-                for segment in (part,) if len(part) <= _SEGMENT_CHARS else _segments(part):
+                for segment in (part,) if len(part) <= _SEGMENT_CHARS else safe_segments(part, _SEGMENT_CHARS):
                     before = len(waiting)
                     pretokens = (GPT2_ASCII_REGEX if segment.isascii() else GPT2_REGEX).findall(segment)
                     parts.append(b"".join(map(lookup, pretokens)))
@@ -398,27 +399,6 @@ def _last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSpli
     # A safe space at p needs its following non-whitespace character inside the same segment.
     space = _last_safe_space(text, segment_start, min(limit, segment_end - 2))
     return max(space, segment_start)
-
-
-def _segments(text: str) -> Iterator[str]:
-    """`text` itself, or for a text longer than `_SEGMENT_CHARS`, its segments of about that many characters, cut
-    before safe spaces: pre-tokens never cross them (`hf_bpe.pretokenize`, fact 1), so the pre-tokens of the segments
-    are those of `text`, and a 100 MB document never holds the list of all its pre-tokens (~60 bytes each) at once.
-
-    >>> list(_segments("a b")), _SEGMENT_CHARS >= 1 << 16
-    (['a b'], True)
-    """
-    start = 0
-    while len(text) - start > _SEGMENT_CHARS:
-        cut = _last_safe_space(text, start + 1, start + _SEGMENT_CHARS)
-        if cut < 0:  # no safe space in the window (a long word): cut at the next one, if any
-            found = SAFE_SPACE_REGEX.search(text, start + _SEGMENT_CHARS)
-            if found is None:
-                break
-            cut = found.start()
-        yield text[start:cut]
-        start = cut
-    yield text[start:] if start else text
 
 
 def _last_safe_space(text: str, low: int, high: int) -> int:

@@ -33,8 +33,8 @@ from hf_bpe.unicode_classes import LETTER_RANGES, NUMBER_RANGES, UNICODE_VERSION
 
 __all__ = [
     "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
-    "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "replace_surrogates", "split_at_safe_spaces",
-    "split_into_pieces", "validate_special_tokens",
+    "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "replace_surrogates", "safe_segments",
+    "split_at_safe_spaces", "split_into_pieces", "validate_special_tokens",
 ]
 
 # The canonical GPT-2 pattern, as GPT-2, `tokenizers` and tiktoken spell it (tiktoken twins use this text). hf_bpe
@@ -211,6 +211,25 @@ def split_at_safe_spaces(text: str) -> list[str]:
     ['the', ' cat ', ' sat\\n', ' on']
     """
     return SAFE_SPACE_REGEX.split(text)
+
+
+def safe_segments(text: str, size: int) -> Iterator[str]:
+    """`text` cut into segments of at least `size` characters (the last may be shorter), each cut before the first
+    safe space at or after that length: no pre-token or piece crosses it (facts 1 and 3), so the segments' pre-tokens
+    and pieces are the text's, and a 100 MB document never holds the list of all of them (~60 bytes each) at once.
+    A text with no safe space after `size` (a long word) stays one segment.
+
+    >>> list(safe_segments("ab cd ef", 2)), list(safe_segments("a b", 8))
+    (['ab', ' cd', ' ef'], ['a b'])
+    """
+    start = 0
+    while len(text) - start > size:
+        found = SAFE_SPACE_REGEX.search(text, start + size)
+        if found is None:
+            break
+        yield text[start:found.start()]
+        start = found.start()
+    yield text[start:] if start else text
 
 
 def split_into_pieces(text: str) -> list[str]:

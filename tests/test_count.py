@@ -32,7 +32,7 @@ from hf_bpe.count import (
     find_chunk_boundaries,
 )
 from hf_bpe.errors import InputError
-from hf_bpe.pretokenize import GPT2_REGEX
+from hf_bpe.pretokenize import GPT2_REGEX, safe_segments
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EOT = "<|endoftext|>"
@@ -100,7 +100,7 @@ def test_each_text_is_counted_on_its_own(texts: list[str], special_tokens: list[
 def test_long_documents_count_alike_in_segments(monkeypatch: pytest.MonkeyPatch, texts: list[str],
                                                special_tokens: list[str], segment_chars: int) -> None:
     monkeypatch.setattr(hf_bpe.count, "SEGMENT_CHARS", segment_chars)
-    segments = [list(hf_bpe.count._segments(text)) for text in texts]
+    segments = [list(safe_segments(text, segment_chars)) for text in texts]
     assert ["".join(parts) for parts in segments] == texts
     assert all(len(part) >= segment_chars for parts in segments for part in parts[:-1])
     assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)

@@ -28,7 +28,7 @@ from hf_bpe.merge import MIN_BATCH_MERGE, BatchTables
 from hf_bpe.pretoken_cache import PENDING_IDS, PretokenCache, pack_ids, replace_markers, unpack_ids
 from hf_bpe.errors import InputError
 from hf_bpe.gpt2_format import load_gpt2, save_gpt2, token_to_str
-from hf_bpe.pretokenize import GPT2_REGEX
+from hf_bpe.pretokenize import GPT2_REGEX, safe_segments
 from hf_bpe.tiktoken_compat import tiktoken_encoding
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -168,7 +168,7 @@ def test_long_texts_pre_tokenized_segment_by_segment_give_the_same_ids(text: str
     saved = hf_bpe.encode._SEGMENT_CHARS
     hf_bpe.encode._SEGMENT_CHARS = segment_chars
     try:
-        segments = list(hf_bpe.encode._segments(text))
+        segments = list(safe_segments(text, segment_chars))
         ids = gpt2_tokenizer().encode(text)
     finally:
         hf_bpe.encode._SEGMENT_CHARS = saved
