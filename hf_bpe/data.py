@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain
 from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -90,10 +90,11 @@ class HFBPEEncoder:
         return self._tokenizer().encode_batch_to_numpy(texts, num_workers=1)
 
     def encode_to_arrays(self, pieces: Iterable[str], dtype: np.dtype) -> Iterator[np.ndarray]:
-        """The ids of one long text given in pieces, through `encode_iterable`, in arrays of at most LONG_PIECE_IDS:
-        neither the text nor its ids are ever whole in memory."""
-        ids = self._tokenizer().encode_iterable(pieces)
-        while len(array := np.fromiter(islice(ids, LONG_PIECE_IDS), dtype=dtype, count=-1)):
+        """The ids of one long text given in pieces, through `encode_iterable_to_numpy`, an array per window of
+        text (64K characters): neither the text nor its ids are ever whole in memory, nor the ids Python ints."""
+        for ids in self._tokenizer().encode_iterable_to_numpy(pieces):
+            array = ids.astype(dtype)
+            del ids  # not kept alive while the next window is encoded
             yield array
 
     def _tokenizer(self) -> Tokenizer:
@@ -298,10 +299,9 @@ def tokenizer_directory_hash(directory: PathArg) -> str:
 # Texts go to the encoder in groups of about this many characters (UTF-8 bytes when read from arrow): a group's
 # text and its ids as lists of Python ints (~36 bytes per token) live only until the group's ids are packed into
 # 2-4 bytes each. A longer document goes to the encoder alone, and to `encode_to_arrays` (when the encoder has it)
-# in pieces of LONG_PIECE_CHARS characters, its ids coming back in arrays of at most LONG_PIECE_IDS.
+# in pieces of LONG_PIECE_CHARS characters, its ids coming back in arrays, one per window of the encoder's stream.
 GROUP_CHARS = 1 << 21
 LONG_PIECE_CHARS = 1 << 20
-LONG_PIECE_IDS = 1 << 20
 
 
 class BatchFlattener:

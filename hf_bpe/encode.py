@@ -234,13 +234,28 @@ class Tokenizer:
         >>> list(Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_iterable(["a", "b"]))
         [97, 98]
         """
+        for window in self._windows(iterable, "encode_iterable"):
+            yield from self.encode(window)
+
+    def encode_iterable_to_numpy(self, iterable: Iterable[str]) -> Iterator[np.ndarray]:
+        """`encode_iterable` as read-only uint32 arrays, one per window of text (the ids never become Python ints).
+
+        >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> [array.tolist() for array in tokenizer.encode_iterable_to_numpy(["a", "b"])]
+        [[97, 98]]
+        """
+        for window in self._windows(iterable, "encode_iterable_to_numpy"):
+            yield np.frombuffer(self._encode_texts([window])[0], dtype=ID_DTYPE)
+
+    def _windows(self, iterable: Iterable[str], caller: str) -> Iterator[str]:
+        """The text of `iterable` in windows cut at safe cuts (see `encode_iterable`)."""
         pending: list[str] = []
         pending_length = 0
         buffer = ""
         threshold = _STREAM_WINDOW
         for chunk in iterable:
             if not isinstance(chunk, str):
-                raise TypeError(f"encode_iterable expects an iterable of str, got {type(chunk).__name__}")
+                raise TypeError(f"{caller} expects an iterable of str, got {type(chunk).__name__}")
             pending.append(chunk)
             pending_length += len(chunk)
             if len(buffer) + pending_length < threshold:
@@ -255,13 +270,14 @@ class Tokenizer:
                     cut = _last_safe_cut(buffer, start, len(buffer), self._splitter)
                     if cut == start:
                         break
-                yield from self.encode(buffer[start:cut])
+                yield buffer[start:cut]
                 start = cut
             buffer = buffer[start:]
             # Text with no safe cut (one huge pre-token) waits until the buffer doubles: linear time overall.
             threshold = max(_STREAM_WINDOW, 2 * len(buffer))
         buffer += "".join(pending)
-        yield from self.encode(buffer)
+        if buffer:
+            yield buffer
 
     def _encode_texts(self, texts: list[str]) -> list[bytes]:
         """Encode texts (ids as bytes, see `hf_bpe.pretoken_cache`): special tokens first (longest first), then the

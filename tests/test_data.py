@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hf_bpe import data as data_module
+from hf_bpe import encode as encode_module
 from hf_bpe.data import load_tokens, tokenize_dataset, tokenizer_directory_hash
 from hf_bpe.encode import Tokenizer
 from hf_bpe.errors import InputError
@@ -586,11 +587,11 @@ def test_help_states_the_special_token_and_overwrite_rules():
 def test_texts_go_to_the_encoder_in_groups_with_the_same_result(streaming, num_proc, allow_special, tokenizer_dir,
                                                                   encoder, tmp_path, monkeypatch):
     # Groups of one to three documents, and documents longer than a group streamed through encode_iterable in
-    # pieces of 5 bytes (cutting multi-byte characters) whose ids come back 3 at a time (the workers are forked, so
-    # they see the patched values).
+    # pieces of 5 bytes (cutting multi-byte characters) whose ids come back per window of 8 characters (the workers
+    # are forked, so they see the patched values).
     monkeypatch.setattr(data_module, "GROUP_CHARS", 12)
     monkeypatch.setattr(data_module, "LONG_PIECE_CHARS", 5)
-    monkeypatch.setattr(data_module, "LONG_PIECE_IDS", 3)
+    monkeypatch.setattr(encode_module, "_STREAM_WINDOW", 8)
     long_documents = [" ".join(DOCUMENTS) * 3, f"x{EOT}y " * 40 + "tail", "日本語 😀é" * 9]
     documents = DOCUMENTS * 2 + long_documents
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])

@@ -402,6 +402,9 @@ def test_encode_iterable_equals_encode_for_any_chunking(text: str, cuts: list[in
     try:
         assert list(tokenizer.encode_iterable(chunks)) == tokenizer.encode(text)
         assert list(tokenizer.encode_iterable(iter(text))) == tokenizer.encode(text)
+        arrays = list(tokenizer.encode_iterable_to_numpy(chunks))
+        assert all(array.dtype == np.uint32 and array.size for array in arrays)
+        assert [token_id for array in arrays for token_id in array.tolist()] == tokenizer.encode(text)
         plain = gpt2_tokenizer_without_specials()
         assert list(plain.encode_iterable(chunks)) == plain.encode(text)
     finally:
