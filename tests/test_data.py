@@ -11,6 +11,7 @@ import subprocess
 import time
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -640,6 +641,18 @@ def test_the_encoder_never_gets_more_than_a_group(tokenizer_dir, encoder, tmp_pa
     np.testing.assert_array_equal(load_tokens(tmp_path / "out", "train"), expected_tokens(documents, encoder, 0))
 
 
+def ids_to_files(tokenizer_dir: Path, tmp_path: Path, documents: list[str]) -> Any:
+    """The map function of tokenize-dataset (hf_bpe encoder, uint16, eot 0) over `documents` as a json dataset."""
+    import datasets
+
+    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
+    dataset = datasets.load_dataset("json", data_files=[str(data_file)], split="train",
+                                    cache_dir=str(tmp_path / "hf-cache"))
+    flatten = data_module.BatchFlattener(data_module.HFBPEEncoder.from_directory(tokenizer_dir), "text", 0,
+                                         np.dtype(np.uint16))
+    return data_module.IdsToFiles(flatten, tmp_path, dataset)
+
+
 def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, tmp_path, monkeypatch):
     """The map function on one range of rows holding 6 MB of text allocates in Python a bounded amount (one group of 32 KB
     here, and the encoder's window), not a multiple of the batch, and returns a row of a few numbers: before, the batch's texts became Python
@@ -647,19 +660,12 @@ def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, 
     to 1.9 GB). Measured: 1.6 MB; with groups as large as the batch, 52 MB."""
     import tracemalloc
 
-    import datasets
-
     monkeypatch.setattr(data_module, "GROUP_CHARS", 1 << 15)
     paragraph = " ".join(random_documents(100, seed=5))  # ~70 KB
     documents = [paragraph * (1 + index % 3) for index in range(40)]  # each longer than a group
     documents += [paragraph[:3000]] * 300  # and groups of short ones
     text_bytes = sum(len(document.encode()) for document in documents)
-    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
-    dataset = datasets.load_dataset("json", data_files=[str(data_file)], split="train",
-                                    cache_dir=str(tmp_path / "hf-cache"))
-    flatten = data_module.BatchFlattener(data_module.HFBPEEncoder.from_directory(tokenizer_dir), "text", 0,
-                                         np.dtype(np.uint16))
-    write_ids = data_module.IdsToFiles(flatten, tmp_path, dataset)
+    write_ids = ids_to_files(tokenizer_dir, tmp_path, documents)
     try:
         warm_up = write_ids({"start": [0], "stop": [3]})  # the encoder's caches and window: ~1.5 MB
         tracemalloc.start()
@@ -797,16 +803,9 @@ def resident_kb_mapped_from(directory: Path) -> int:
 def test_the_pages_a_range_read_leave_the_worker(tokenizer_dir, encoder, tmp_path):
     """A map worker reads each range through a fresh memory map of the arrow files, closed when the range is done:
     its resident file pages do not pile up with the corpus (through one long-lived map they grew by the 4 MB read)."""
-    import datasets
-
     paragraph = " ".join(random_documents(20, seed=9))
     documents = [paragraph] * (4_000_000 // len(paragraph))
-    data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc} for doc in documents])
-    dataset = datasets.load_dataset("json", data_files=[str(data_file)], split="train",
-                                    cache_dir=str(tmp_path / "hf-cache"))
-    flatten = data_module.BatchFlattener(data_module.HFBPEEncoder.from_directory(tokenizer_dir), "text", 0,
-                                         np.dtype(np.uint16))
-    write_ids = data_module.IdsToFiles(flatten, tmp_path, dataset)
+    write_ids = ids_to_files(tokenizer_dir, tmp_path, documents)
     before = resident_kb_mapped_from(tmp_path / "hf-cache")
     try:
         row = write_ids({"start": [0], "stop": [len(documents)]})
