@@ -13,21 +13,22 @@ shared corpora: 8.5 bytes on average, 24 on multi_manpages):
 * `merge_with_heap` (longer pre-tokens): O(n log n) with a linked list of positions and a lazy min-heap keyed by
   `rank * n + position` (one int, so entries compare in C and ties go to the leftmost position). Without it a run of a
   million equal characters takes minutes; with it, seconds.
-* `merge_batch` (at least `MIN_BATCH_MERGE` = 96 new pre-tokens at once): all words advance together in numpy
+* `merge_batch_packed` (at least `MIN_BATCH_MERGE` = 96 new pre-tokens at once): all words advance together in numpy
   arrays, end to end, each followed by a separator id that is in no pair. Each step takes every unfinished word's
   lowest pair rank (one `minimum.reduceat` over the word starts) and merges all its non-overlapping occurrences
   when the merges are monotone (true of trained merges, GPT-2's included), else the leftmost one; only the ranks
   next to a merge are looked up again, in an open-addressing hash table (all keys' first probe at once, then only
   the few whose home slot holds another key). A merge leaves a hole (positions link to their live neighbours), and
   the arrays are compacted, finished words taken out, only when holes and finished words fill half of them. The
-  first ranks come from a 65,536-entry table of byte pairs. `merge_batch_packed` cuts each word's ids as bytes
-  straight from the arrays, for the encoder's cache, with no int object or tuple per id.
+  first ranks come from a 65,536-entry table of byte pairs. Each word's ids are cut as bytes straight from the
+  arrays, for the encoder's cache, with no int object or tuple per id.
   `python scripts/bench_merge.py /work/shared/corpora/*.txt` and `... /work/corpora/linux_300mb.txt --megabytes 100`
   (all distinct pre-tokens in first-seen order, CPU us per pre-token, batches of 4,096 / 1,024, against the kernel
-  of commit a689147 in the same run, machine shared), old -> merge_batch -> merge_batch_packed: en_gcide 2.64 ->
+  of commit a689147 in the same run, machine shared), old -> tuples -> packed bytes: en_gcide 2.64 ->
   1.74 -> 1.52 / 3.68 -> 2.31 -> 2.04, en_pydocs 5.04 -> 2.57 -> 2.25 / 9.20 -> 3.50 -> 3.12, multi_manpages
   (24 bytes per pre-token) 7.76 -> 3.38 -> 3.00 / 9.98 -> 4.18 -> 3.80, Linux code 4.69 -> 2.35 -> 1.95 / 7.20 ->
-  3.13 -> 2.71; over the three shared corpora 4.7 -> 2.4 -> 2.1 us. About half of the gain is a fix: the monotone
+  3.13 -> 2.71; over the three shared corpora 4.7 -> 2.4 -> 2.1 us (the tuples were this kernel's results
+  before the encoder's cache kept packed ids; they are gone). About half of the gain is a fix: the monotone
   check looked at reordered ranks, so GPT-2's merges ran one occurrence per word and step. The scalar path
   (`merge_ids` per word, then packing) takes 8-10 us per pre-token; merge_batch_packed breaks even with it at
   about 64 words and is 15-25% faster at 96. Batches of 4,096, 8,192 and 16,384 words cost about the same per word
@@ -44,10 +45,6 @@ shared corpora: 8.5 bytes on average, 24 on multi_manpages):
   as it saves.
 * int32: ids and ranks are int32 when they fit (always for real vocabs): in a micro-benchmark, boolean compaction
   of int32 arrays ran 4x faster than of int64 ones.
-* `BatchTables.id_objects`: `ndarray.tolist()` makes a new int object for every id. Mapping each id to the one int
-  object the scalar kernels and the vocab use keeps the ids that cached entries hold (and whose reference counts the
-  encoder's warm path touches) in a few cache lines instead of scattered over millions of objects: about 15% on the
-  warm path.
 """
 
 from __future__ import annotations
@@ -61,7 +58,7 @@ import numpy as np
 
 #: Pre-tokens with at most this many bytes are merged by repeated scans, longer ones with the heap.
 MAX_SCAN_MERGE_LENGTH = 24
-#: At least this many words are merged by `merge_batch` (numpy); fewer go one at a time.
+#: At least this many words are merged by `merge_batch_packed` (numpy); fewer go one at a time.
 MIN_BATCH_MERGE = 96
 #: The rank standing for "no merge" (above every real rank).
 NO_RANK = sys.maxsize
@@ -156,23 +153,19 @@ class MissingByteError(Exception):
 
 
 class BatchTables:
-    """The merge tables as numpy arrays, for `merge_batch`.
+    """The merge tables as numpy arrays, for `merge_batch_packed`.
 
     >>> tables = BatchTables({0x61: 0, 0x62: 1}, {(0, 1): 0}, [2])
-    >>> tables.monotone, merge_batch([b"ab", b"ba"], tables)
-    (True, [(2,), (1, 0)])
+    >>> tables.monotone, merge_batch_packed([b"ab", b"ba"], tables, np.dtype("<u2"))
+    (True, [b'\\x02\\x00', b'\\x01\\x00\\x00\\x00'])
     """
 
     def __init__(self, byte_ids: dict[int, int], pair_ranks: PairRanks, merged_ids: Sequence[int]) -> None:
-        token_ids = list(chain(byte_ids.values(), merged_ids))
-        # id -> the int object the scalar kernels use for it (see "id_objects" in the module docstring).
-        self.id_objects: list[int] = [0] * (max(token_ids, default=0) + 1)
-        for token_id in token_ids:
-            self.id_objects[token_id] = token_id
+        largest_id = max(chain(byte_ids.values(), merged_ids), default=0)
         pairs = np.array(list(pair_ranks), dtype=np.int64).reshape(-1, 2)
         ranks = np.fromiter(pair_ranks.values(), dtype=np.int64, count=len(pair_ranks))
         # The separator: an id that is in no pair, placed after every word, so that no pair spans two words.
-        self.separator = max(len(self.id_objects), int(pairs.max(initial=-1)) + 1)
+        self.separator = max(largest_id + 1, int(pairs.max(initial=-1)) + 1)
         self.key_base = self.separator + 1
         # Ids and ranks in int32 when they fit: half the memory traffic of int64 (see "int32" in the docstring).
         self.dtype: type[np.signedinteger] = np.int32 if max(self.key_base, len(merged_ids)) < 2**31 - 1 else np.int64
@@ -180,9 +173,6 @@ class BatchTables:
         self.byte_ids = np.full(256, -1, dtype=self.dtype)
         self.byte_ids[list(byte_ids)] = list(byte_ids.values())
         self.merged_ids = np.array(merged_ids, dtype=self.dtype)
-        # id -> its int object, None for the separator (which no result holds); an object array, so that one gather
-        # and tolist() give the results' ints (2x faster than mapping a list's __getitem__ over ids.tolist()).
-        self.result_objects = np.array(self.id_objects + [None] * (self.key_base - len(self.id_objects)), dtype=object)
         # Monotone: every merge using a token ranks after every merge producing it (true of trained merges). Then
         # merging the lowest-rank pair never creates a pair of lower or equal rank, so all non-overlapping
         # occurrences of it in a word can be merged in one step.
@@ -215,21 +205,15 @@ class BatchTables:
         self.table_ranks[position] = ranks
 
 
-def merge_batch(words: Sequence[bytes], tables: BatchTables) -> list[tuple[int, ...]]:
-    """Merge many words (UTF-8 bytes) at once with numpy; the same ids as `merge_ids` on each word's byte ids.
+def merge_batch_packed(words: Sequence[bytes], tables: BatchTables, dtype: np.dtype) -> list[bytes]:
+    """Merge many words (UTF-8 bytes) at once with numpy: each word's ids, the same as `merge_ids` on its byte ids,
+    packed as the bytes of an array of `dtype` (ids must fit it), cut straight from the numpy arrays.
 
     The words lie end to end in two arrays, ids and pair ranks (the rank of the pair starting at each position),
     each word followed by a separator. Each step finds every unfinished word's lowest pair rank (one reduceat over
     the word starts) and merges its leftmost occurrence (for monotone merges: all its non-overlapping occurrences,
     leftmost first); only the ranks next to a merge are looked up again. Merged-away positions stay as holes, and
     finished words stay, until the two fill half of the arrays. Raises MissingByteError when a byte has no token.
-    """
-    return _split_results(_merged_segments(words, tables), tables)
-
-
-def merge_batch_packed(words: Sequence[bytes], tables: BatchTables, dtype: np.dtype) -> list[bytes]:
-    """`merge_batch` with each word's ids packed as the bytes of an array of `dtype` (ids must fit it), straight
-    from the numpy arrays: no int object or tuple per id or word.
 
     >>> tables = BatchTables({0x61: 0, 0x62: 1}, {(0, 1): 0}, [2])
     >>> merge_batch_packed([b"ab", b"ba", b""], tables, np.dtype("<u2"))
@@ -245,7 +229,7 @@ def merge_batch_packed(words: Sequence[bytes], tables: BatchTables, dtype: np.dt
 
 
 def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """merge_batch's work: (segments, word numbers, segment lengths) of the words in the order they finished, each
+    """merge_batch_packed's work: (segments, word numbers, segment lengths) of the words in the order they finished, each
     segment a word's ids and a separator."""
     if not words:
         return []
@@ -329,17 +313,6 @@ def _every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
     index = np.arange(take.size)
     run_start = np.maximum.accumulate(np.where(np.concatenate(([True], ~adjacent)), index, 0))
     return take[(index - run_start) % 2 == 0]
-
-
-def _split_results(done: list[tuple[np.ndarray, np.ndarray, np.ndarray]], tables: BatchTables
-                   ) -> list[tuple[int, ...]]:
-    """The ids of each word, in word order, from the finished segments."""
-    if not done:
-        return []
-    flat = tuple(tables.result_objects[np.concatenate([ids for ids, _, _ in done])].tolist())
-    begins, ends = _word_bounds(done)
-    # Slicing in a comprehension: 1.5x faster than mapping flat.__getitem__ over map(slice, ...).
-    return [flat[begin:end] for begin, end in zip(begins.tolist(), ends.tolist())]
 
 
 def _word_bounds(done: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

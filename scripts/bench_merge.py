@@ -1,13 +1,13 @@
-"""Benchmark `hf_bpe.merge.merge_batch` on the distinct pre-tokens of real corpora, as the encoder meets them.
+"""Benchmark `hf_bpe.merge.merge_batch_packed` on the distinct pre-tokens of real corpora, as the encoder meets them.
 
     python scripts/bench_merge.py /work/shared/corpora/*.txt
     python scripts/bench_merge.py /work/corpora/linux_300mb.txt --megabytes 100
 
 Each corpus is read (its first --megabytes only, if given), split into documents at <|endoftext|> and pre-tokenized;
 its distinct pre-tokens, in first-seen order (the order in which a one-pass encoder meets them, each once), are
-UTF-8 encoded and merged in batches of --batch words (4,096 and 1,024 by default) by `merge_batch` ("new"), by
-`merge_batch_packed` (ids as uint32 bytes, as the encoder's cache keeps them: "packed") and by a frozen copy of the
-merge_batch of commit a689147 ("old", kept in this script only, for the ratio). All run on the same batches in
+UTF-8 encoded and merged in batches of --batch words (4,096 and 1,024 by default) by `merge_batch_packed` (ids as
+uint32 bytes, as the encoder's cache keeps them: "new") and by a frozen copy of the merge_batch of commit a689147
+("old", ids as tuples, kept in this script only, for the ratio). All run on the same batches in
 rotating order, so that other processes on the (shared) machine slow them alike; times are CPU microseconds
 (time.process_time) per pre-token. Every word's result is checked against `merge_ids` (the scalar kernels) before
 any timing.
@@ -28,7 +28,6 @@ from hf_bpe.encode import Tokenizer
 from hf_bpe.merge import (
     NO_RANK,
     BatchTables,
-    merge_batch,
     merge_batch_packed,
     merge_ids,
 )
@@ -151,31 +150,28 @@ def cpu_seconds(function: Callable[[], object]) -> float:
 
 
 def bench(words: list[bytes], tokenizer: Tokenizer, batch: int) -> list[float]:
-    """CPU seconds of old merge_batch, merge_batch and merge_batch_packed over all batches (the order rotating)."""
+    """CPU seconds of old merge_batch and merge_batch_packed over all batches (the order alternating)."""
     tables = BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
     old_tables = OldBatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
-    seconds = [0.0, 0.0, 0.0]
+    seconds = [0.0, 0.0]
     for index, start in enumerate(range(0, len(words), batch)):
         chunk = words[start:start + batch]
-        contenders = [partial(old_merge_batch, chunk, old_tables), partial(merge_batch, chunk, tables),
-                      partial(merge_batch_packed, chunk, tables, ID_DTYPE)]
-        for turn in range(3):
-            contender = (index + turn) % 3
+        contenders = [partial(old_merge_batch, chunk, old_tables), partial(merge_batch_packed, chunk, tables, ID_DTYPE)]
+        for turn in range(2):
+            contender = (index + turn) % 2
             seconds[contender] += cpu_seconds(contenders[contender])
     return seconds
 
 
 def check(words: list[bytes], tokenizer: Tokenizer, batch: int) -> None:
-    """Raise AssertionError unless merge_batch gives merge_ids's ids for every word."""
+    """Raise AssertionError unless merge_batch_packed gives merge_ids's ids for every word."""
     tables = BatchTables(tokenizer._byte_ids, tokenizer._pair_ranks, tokenizer._merged_ids)
     byte_ids = tokenizer._byte_ids
     for start in range(0, len(words), batch):
         chunk = words[start:start + batch]
-        got = merge_batch(chunk, tables)
-        got_packed = merge_batch_packed(chunk, tables, ID_DTYPE)
-        for word, ids, packed in zip(chunk, got, got_packed, strict=True):
-            expected = tuple(merge_ids([byte_ids[byte] for byte in word], tokenizer._pair_ranks, tokenizer._merged_ids))
-            assert ids == expected and packed == np.array(expected, dtype=ID_DTYPE).tobytes(), (word, ids, expected)
+        for word, packed in zip(chunk, merge_batch_packed(chunk, tables, ID_DTYPE), strict=True):
+            expected = merge_ids([byte_ids[byte] for byte in word], tokenizer._pair_ranks, tokenizer._merged_ids)
+            assert packed == np.array(expected, dtype=ID_DTYPE).tobytes(), (word, packed, expected)
 
 
 def main() -> None:
@@ -189,17 +185,16 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true", help="skip the check against merge_ids")
     arguments = parser.parse_args()
     tokenizer = Tokenizer.from_files(arguments.vocab, arguments.merges, special_tokens=[EOT])
-    print(f"{'corpus':<16} {'words':>7} {'bytes/w':>7} {'batch':>5} {'old us/w':>8} {'new us/w':>8} "
-          f"{'packed us/w':>11} {'old/new':>7} {'old/packed':>10}")
+    print(f"{'corpus':<16} {'words':>7} {'bytes/w':>7} {'batch':>5} {'old us/w':>8} {'new us/w':>8} {'old/new':>7}")
     for path in arguments.corpora:
         words = distinct_pretokens(path, arguments.megabytes)
         if not arguments.no_check:
             check(words, tokenizer, max(arguments.batch))
         mean_length = sum(map(len, words)) / len(words)
         for batch in arguments.batch:
-            old, new, packed = (seconds / len(words) * 1e6 for seconds in bench(words, tokenizer, batch))
+            old, new = (seconds / len(words) * 1e6 for seconds in bench(words, tokenizer, batch))
             print(f"{path.stem:<16} {len(words):>7} {mean_length:>7.1f} {batch:>5} {old:>8.2f} {new:>8.2f} "
-                  f"{packed:>11.2f} {old / new:>7.2f} {old / packed:>10.2f}", flush=True)
+                  f"{old / new:>7.2f}", flush=True)
 
 
 if __name__ == "__main__":

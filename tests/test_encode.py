@@ -306,7 +306,7 @@ def test_cache_keeps_text_order() -> None:
 def unreachable_bpe() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Hand-built merges whose tokens " abc" and "xyz" are unreachable: BPE of their own bytes ends elsewhere
     (" a" merges before "bc", and "xy" before "yz"). "qq q" ranks before "q q" makes "qq", so the merges are not
-    monotone, and both modes of `_merge_batch` run (the fixture vocab is monotone)."""
+    monotone, and both modes of `merge_batch_packed` run (the fixture vocab is monotone)."""
     vocab = {byte: bytes([byte]) for byte in range(256)}
     merges = [(b" ", b"a"), (b"b", b"c"), (b"x", b"y"), (b"y", b"z"), (b" a", b"b"), (b"a", b"bc"),
               (b" ", b"abc"), (b"x", b"yz"), (b"yz", b"x"), (b"qq", b"q"), (b"q", b"q"), (b"qq", b"qq")]

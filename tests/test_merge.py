@@ -17,7 +17,6 @@ from hf_bpe.merge import (
     BatchTables,
     MissingByteError,
     _lookup_ranks,
-    merge_batch,
     merge_batch_packed,
     merge_by_scanning,
     merge_ids,
@@ -28,6 +27,12 @@ from hf_bpe.pretokenize import pretokenize
 FIXTURES = Path(__file__).parent / "fixtures"
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+UINT32 = np.dtype("<u4")
+
+
+def packed(id_lists: list[tuple[int, ...]], dtype: str = "<u4") -> list[bytes]:
+    """Lists of ids as `merge_batch_packed` gives them."""
+    return [np.array(ids, dtype=dtype).tobytes() for ids in id_lists]
 
 
 def reference_merge(ids: list[int], pair_ranks: dict[tuple[int, int], int], merged_ids: list[int]) -> list[int]:
@@ -90,7 +95,7 @@ def test_batch_merge_equals_the_reference(tokens: int, rng: random.Random, words
     tables = BatchTables(byte_ids, pair_ranks, merged_ids)
     expected = [tuple(reference_merge([byte_ids[byte] for byte in word.encode()], pair_ranks, merged_ids))
                 for word in words]
-    assert merge_batch([word.encode() for word in words], tables) == expected
+    assert merge_batch_packed([word.encode() for word in words], tables, UINT32) == packed(expected)
 
 
 def test_batch_merge_takes_every_other_occurrence_of_a_repeated_pair() -> None:
@@ -99,22 +104,20 @@ def test_batch_merge_takes_every_other_occurrence_of_a_repeated_pair() -> None:
     tables = BatchTables(byte_ids, pair_ranks, merged_ids)
     assert tables.monotone
     words = [b"a" * length for length in range(12)] + [b"baaab"]
-    assert merge_batch(words, tables) == [
-        tuple(reference_merge([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) for word in words]
+    assert merge_batch_packed(words, tables, UINT32) == packed([
+        tuple(reference_merge([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) for word in words])
 
 
-def test_batch_merge_shares_the_id_objects() -> None:
-    big = 10**6  # ints this large are separate objects unless shared on purpose
+def test_batch_merge_of_large_ids() -> None:
+    big = 10**6
     tables = BatchTables({97: big, 98: big + 1}, {(big, big + 1): 0}, [big + 2])
-    merged = merge_batch([b"ab", b"ba", b"ab"], tables)
-    assert merged == [(big + 2,), (big + 1, big), (big + 2,)]
-    assert merged[0][0] is merged[2][0] is tables.id_objects[big + 2]
+    assert merge_batch_packed([b"ab", b"ba", b"ab"], tables, UINT32) == packed([(big + 2,), (big + 1, big), (big + 2,)])
 
 
 def test_batch_merge_refuses_a_byte_without_a_token() -> None:
     tables = BatchTables({97: 0}, {}, [])
     with pytest.raises(MissingByteError):
-        merge_batch([b"a", b"b"], tables)
+        merge_batch_packed([b"a", b"b"], tables, UINT32)
 
 
 def test_long_words_use_the_heap_and_finish_fast() -> None:
@@ -171,13 +174,6 @@ def gpt2_tables() -> tuple[dict[int, int], dict[tuple[int, int], int], list[int]
             [token_ids[left + right] for left, right in merges])
 
 
-UINT32 = np.dtype("<u4")
-
-
-def packed(id_lists: list[tuple[int, ...]], dtype: str = "<u4") -> list[bytes]:
-    return [np.array(ids, dtype=dtype).tobytes() for ids in id_lists]
-
-
 def gpt2_reference(words: list[bytes]) -> list[tuple[int, ...]]:
     byte_ids, pair_ranks, merged_ids = gpt2_tables()
     return [tuple(reference_merge([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) for word in words]
@@ -194,7 +190,7 @@ def test_gpt2_merges_are_monotone_and_batch_merge_equals_the_reference() -> None
     expected = gpt2_reference(words)
     for size in (1, 7, 256, 4096):
         assert [ids for start in range(0, len(words), size)
-                for ids in merge_batch(words[start:start + size], tables)] == expected
+                for ids in merge_batch_packed(words[start:start + size], tables, UINT32)] == packed(expected)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -205,7 +201,6 @@ def test_gpt2_batch_merge_of_random_bytes_equals_the_reference(words: list[bytes
     """Random bytes, runs of one byte, and very long words mixed with short and empty ones."""
     tables = BatchTables(*gpt2_tables())
     expected = gpt2_reference(words)
-    assert merge_batch(words, tables) == expected
     assert merge_batch_packed(words, tables, UINT32) == packed(expected)
 
 
@@ -218,12 +213,12 @@ def test_batch_merge_with_arbitrary_merges_equals_the_reference(merges: tuple[di
     byte_ids = {byte: byte for byte in range(8)}
     expected = [tuple(reference_merge(word, pair_ranks, merged_ids)) for word in words]
     tables = BatchTables(byte_ids, pair_ranks, merged_ids)
-    assert merge_batch([bytes(word) for word in words], tables) == expected
+    assert merge_batch_packed([bytes(word) for word in words], tables, UINT32) == packed(expected)
     assert merge_batch_packed([bytes(word) for word in words], tables, np.dtype("<u2")) == packed(expected, "<u2")
 
 
 def test_batch_merge_of_no_words_and_of_empty_words() -> None:
     tables = BatchTables({97: 0}, {(0, 0): 0}, [1])
-    assert merge_batch([], tables) == merge_batch_packed([], tables, UINT32) == []
-    assert merge_batch([b"", b"aaa", b""], tables) == [(), (1, 0), ()]
+    assert merge_batch_packed([], tables, UINT32) == []
+    assert merge_batch_packed([b"", b"aaa", b""], tables, UINT32) == packed([(), (1, 0), ()])
     assert merge_batch_packed([b"", b"aaa", b""], tables, UINT32) == [b"", b"\1\0\0\0\0\0\0\0", b""]
