@@ -297,8 +297,8 @@ def tokenizer_directory_hash(directory: PathArg) -> str:
 
 
 # Texts go to the encoder in groups of about this many characters (UTF-8 bytes when read from arrow): a group's
-# text and its ids as lists of Python ints (~36 bytes per token) live only until the group's ids are packed into
-# 2-4 bytes each. A longer document goes to the encoder alone, and to `encode_to_arrays` (when the encoder has it)
+# text and its ids (uint32 arrays from hf_bpe; lists of Python ints, ~36 bytes per token, from other encoders) live
+# only until the group's ids are packed into 2-4 bytes each. A longer document goes to the encoder alone, and to `encode_to_arrays` (when the encoder has it)
 # in pieces of LONG_PIECE_CHARS characters, its ids coming back in arrays, one per window of the encoder's stream.
 GROUP_CHARS = 1 << 21
 LONG_PIECE_CHARS = 1 << 20
@@ -470,7 +470,8 @@ def _group_bounds(lengths: Sequence[int], max_length: int, max_count: int | None
 
 
 # Each map process gets this many stripes of the corpus, spread over it, so that it sees the same mix of text as the
-# others: the Linux corpus ends with 300 MB of GPU register headers, which hf_bpe encodes at half its speed on C.
+# others: the Linux corpus ends with 300 MB of GPU register headers, whose long documents encode at another speed
+# than the rest of the C sources.
 STRIPES_PER_PROCESS = 16
 
 
