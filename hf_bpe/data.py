@@ -298,8 +298,9 @@ def tokenizer_directory_hash(directory: PathArg) -> str:
 
 # Texts go to the encoder in groups of about this many characters (UTF-8 bytes when read from arrow): a group's
 # text and its ids (uint32 arrays from hf_bpe; lists of Python ints, ~36 bytes per token, from other encoders) live
-# only until the group's ids are packed into 2-4 bytes each. A longer document goes to the encoder alone, and to `encode_to_arrays` (when the encoder has it)
-# in pieces of LONG_PIECE_CHARS characters, its ids coming back in arrays, one per window of the encoder's stream.
+# only until the group's ids are packed into 2-4 bytes each. A longer document goes to the encoder alone, and to
+# `encode_to_arrays` (when the encoder has it) in pieces of LONG_PIECE_CHARS characters, its ids coming back in
+# arrays, one per window of the encoder's stream.
 GROUP_CHARS = 1 << 21
 LONG_PIECE_CHARS = 1 << 20
 

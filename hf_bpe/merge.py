@@ -229,8 +229,8 @@ def merge_batch_packed(words: Sequence[bytes], tables: BatchTables, dtype: np.dt
 
 
 def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """merge_batch_packed's work: (segments, word numbers, segment lengths) of the words in the order they finished, each
-    segment a word's ids and a separator."""
+    """merge_batch_packed's work: (segments, word numbers, segment lengths) of the words in the order they finished,
+    each segment a word's ids and a separator."""
     if not words:
         return []
     no_rank = tables.no_rank

@@ -509,9 +509,10 @@ def _count_byte_pairs(words: list[str], frequencies: Sequence[int], long_word_le
     `long_word_length` that hold it (long words have their own index).
 
     Done with numpy, this is the only pass that touches every position of every word. It runs over blocks of words
-    of about `block_positions` bytes (default `BYTE_PAIR_BLOCK`), so its temporary arrays (about 40 bytes per position) stay small whatever the
-    corpus; each block leaves only its distinct (pair, word) entries as int32. The index values are int32 arrays
-    (converted to lists when a pair is merged); pairs made by merges get theirs in `_Corpus._merge_in_words`.
+    of about `block_positions` bytes (default `BYTE_PAIR_BLOCK`), so its temporary arrays (about 40 bytes per
+    position) stay small whatever the corpus; each block leaves only its distinct (pair, word) entries as int32. The
+    index values are int32 arrays (converted to lists when a pair is merged); pairs made by merges get theirs in
+    `_Corpus._merge_in_words`.
 
     >>> counts, index = _count_byte_pairs(["abab", "ba", "aab"], [3, 1, 2], block_positions=4)
     >>> counts, {pair: words.tolist() for pair, words in index.items()}

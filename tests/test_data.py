@@ -654,10 +654,10 @@ def ids_to_files(tokenizer_dir: Path, tmp_path: Path, documents: list[str]) -> A
 
 
 def test_a_map_batch_never_holds_its_texts_or_ids_whole(tokenizer_dir, encoder, tmp_path, monkeypatch):
-    """The map function on one range of rows holding 6 MB of text allocates in Python a bounded amount (one group of 32 KB
-    here, and the encoder's window), not a multiple of the batch, and returns a row of a few numbers: before, the batch's texts became Python
-    strings and its ids were concatenated and copied into arrow (a 409 MB batch of the Linux corpus took a map worker
-    to 1.9 GB). Measured: 1.6 MB; with groups as large as the batch, 52 MB."""
+    """The map function on one range of rows holding 6 MB of text allocates in Python a bounded amount (one group of
+    32 KB here, and the encoder's window), not a multiple of the batch, and returns a row of a few numbers: before,
+    the batch's texts became Python strings and its ids were concatenated and copied into arrow (a 409 MB batch of
+    the Linux corpus took a map worker to 1.9 GB). Measured: 2.4 MB; with groups as large as the batch, 52 MB."""
     import tracemalloc
 
     monkeypatch.setattr(data_module, "GROUP_CHARS", 1 << 15)
