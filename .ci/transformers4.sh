@@ -35,5 +35,4 @@ fi
 cd "$repo"
 # addopts is cleared so the doctests of the whole package are not collected again here.
 exec env HF_BPE_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" \
-    tests/test_hf_loading.py tests/test_hf_tokenizer.py tests/test_hf_export.py tests/test_hf_encode.py \
-    tests/test_hf_offsets.py tests/test_hf_added_tokens.py tests/test_hf_model_state.py "$@"
+    tests/hf tests/formats/test_hf_directory.py "$@"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hf_bpe._version import __version__
 from hf_bpe.encode import Tokenizer
-from hf_bpe.hf_export import save_tokenizer_directory
+from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.train import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
 
 if TYPE_CHECKING:
-    from hf_bpe.hf_tokenizer import HFBPETokenizer
+    from hf_bpe.hf.tokenizer import HFBPETokenizer
 
-__version__ = "0.1.0"
 __all__ = ["HFBPETokenizer", "Tokenizer", "save_tokenizer_directory", "train_bpe", "train_bpe_from_counts",
            "train_bpe_from_iterator", "__version__"]
 
@@ -25,7 +25,7 @@ __all__ = ["HFBPETokenizer", "Tokenizer", "save_tokenizer_directory", "train_bpe
 def __getattr__(name: str) -> Any:
     # transformers takes seconds to import, so the HF adapter is loaded only when asked for.
     if name == "HFBPETokenizer":
-        from hf_bpe.hf_tokenizer import HFBPETokenizer
+        from hf_bpe.hf.tokenizer import HFBPETokenizer
 
         return HFBPETokenizer
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")

@@ -7,12 +7,14 @@
 DATA_FILE is a text file of documents separated by `<|endoftext|>` (or a .jsonl file with a "text" column). It is
 turned into a json-lines dataset once (`--jsonl PATH` keeps it, and reuses it when it exists; the conversion streams,
 so a corpus of gigabytes is fine) and converted to arrow once, untimed. Then each encoder runs the same
-`hf_bpe.data.tokenize_dataset` pipeline as `hf-bpe tokenize-dataset` (`Dataset.map(batched=True, num_proc=N)`, then
+`hf_bpe.data.pipeline.tokenize_dataset` pipeline as `hf-bpe tokenize-dataset` (`Dataset.map(batched=True,
+num_proc=N)`, then
 the ids written into a `.bin`), each in a fresh process, and every `.bin` must be identical (sha256).
 
 The encoders alternate for `--repeat` rounds; reported per encoder: the median wall time of the whole pipeline,
 tokens/s, MB/s, the peak memory of the run's whole process tree (the main process plus the map workers, their
-proportional set sizes summed, sampled every 0.2 s; in brackets without the memory-mapped arrow files), and the ratio of its time to hf_bpe's measured within the same
+proportional set sizes summed, sampled every 0.2 s; in brackets without the memory-mapped arrow files), and the ratio
+of its time to hf_bpe's measured within the same
 round (the machine may be shared): hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
 """
 
@@ -32,8 +34,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.data import tokenize_dataset
 from tree_memory import PeakTreeMemory
+
+from hf_bpe.data.pipeline import tokenize_dataset
 
 SEPARATOR = "<|endoftext|>"
 READ_CHARS = 1 << 24
@@ -81,8 +84,8 @@ class TiktokenEncoder:
 
 
 def build_tiktoken(tokenizer_dir: str) -> Any:
-    from hf_bpe.hf_export import load_tokenizer_directory
-    from hf_bpe.tiktoken_compat import tiktoken_encoding
+    from hf_bpe.formats.hf_directory import load_tokenizer_directory
+    from hf_bpe.formats.tiktoken import tiktoken_encoding
 
     vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
     return tiktoken_encoding(vocab, merges, special_tokens, name="bench")

@@ -35,9 +35,9 @@ from pathlib import Path
 import tiktoken
 import tokenizers
 
-from hf_bpe.encode import Tokenizer
-from hf_bpe.gpt2_format import load_gpt2
-from hf_bpe.tiktoken_compat import tiktoken_encoding
+from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.formats.gpt2 import load_gpt2
+from hf_bpe.formats.tiktoken import tiktoken_encoding
 
 EOT = "<|endoftext|>"
 
@@ -183,7 +183,8 @@ def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: i
               f"({cpu[half][1] / cpu[half][0]:.2f}x cpu)")
     megabytes = total_bytes / 1e6
     print(f"  whole: hf_bpe {megabytes / sum(w[0] for w in wall):.2f} MB/s, tiktoken "
-          f"{megabytes / sum(w[1] for w in wall):.2f} MB/s, ratio {sum(w[1] for w in wall) / sum(w[0] for w in wall):.2f}x "
+          f"{megabytes / sum(w[1] for w in wall):.2f} MB/s, "
+          f"ratio {sum(w[1] for w in wall) / sum(w[0] for w in wall):.2f}x "
           f"wall ({sum(c[1] for c in cpu) / sum(c[0] for c in cpu):.2f}x cpu)")
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  RSS before the pass {rss_before:.0f} MB, peak during it {peak_rss:.0f} MB (ru_maxrss {maxrss:.0f} MB); "

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers import AutoTokenizer
 
-    from hf_bpe.hf_tokenizer import HFBPETokenizer
+    from hf_bpe.hf.tokenizer import HFBPETokenizer
 
     documents = read_documents(args.corpus, args.docs)
     megabytes = sum(len(document.encode("utf-8")) for document in documents) / 1e6

@@ -1,4 +1,5 @@
-"""Benchmark `hf_bpe.merge.merge_batch_packed` on the distinct pre-tokens of real corpora, as the encoder meets them.
+"""Benchmark `hf_bpe.encode.merge_kernels.merge_batch_packed` on the distinct pre-tokens of real corpora, as the
+encoder meets them.
 
     python scripts/bench_merge.py /work/shared/corpora/*.txt
     python scripts/bench_merge.py /work/corpora/linux_300mb.txt --megabytes 100
@@ -24,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from hf_bpe.encode import Tokenizer
-from hf_bpe.merge import (
+from hf_bpe.encode.cache import ID_DTYPE
+from hf_bpe.encode.merge_kernels import (
     NO_RANK,
     BatchTables,
     merge_batch_packed,
     merge_ids,
 )
-from hf_bpe.pretoken_cache import ID_DTYPE
+from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import pretokenize
 
 EOT = "<|endoftext|>"

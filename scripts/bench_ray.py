@@ -29,8 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.count import count_pretokens_in_files
-from hf_bpe.ray_engine import LocalRayCluster, RayCountingEngine, tokenize_dataset_ray
+from hf_bpe.cluster.local_cluster import LocalRayCluster
+from hf_bpe.data.ray_tokenize import tokenize_dataset_ray
+from hf_bpe.train.count import count_pretokens_in_files
+from hf_bpe.train.ray_counting import RayCountingEngine
 
 SPECIAL = "<|endoftext|>"
 WORKER_MARKERS = ("_CountingWorker", "_EncodingWorker")
@@ -118,7 +120,8 @@ def compare(name: str, local: Callable[[], Any], remote: Callable[[], Any], repe
         assert same(results["local"], results["ray"]), f"{name}: the engines disagree"
     local_s, ray_s = statistics.median(times["local"]), statistics.median(times["ray"])
     print(f"| {name} | {local_s:.2f} s | {ray_s:.2f} s | {ray_s / local_s:.2f}x | "
-          f"{memory['local'][0]:.0f} / {memory['local'][1]:.0f} MB | {memory['ray'][0]:.0f} / {memory['ray'][1]:.0f} MB |",
+          f"{memory['local'][0]:.0f} / {memory['local'][1]:.0f} MB | "
+          f"{memory['ray'][0]:.0f} / {memory['ray'][1]:.0f} MB |",
           flush=True)
 
 
@@ -138,7 +141,8 @@ def main() -> None:
     start = time.perf_counter()
     with LocalRayCluster(args.nodes, args.cpus_per_node) as cluster:
         os.environ.update(cluster.environment())
-        print(f"cluster of {args.nodes} nodes x {args.cpus_per_node} CPU started in {time.perf_counter() - start:.1f} s "
+        seconds = time.perf_counter() - start
+        print(f"cluster of {args.nodes} nodes x {args.cpus_per_node} CPU started in {seconds:.1f} s "
               f"at {cluster.address}", flush=True)
         print("| input | local engine | ray engine | ray / local | peak RSS local (driver / worker) | "
               "peak RSS ray (driver / worker) |\n|---|---:|---:|---:|---:|---:|")
@@ -157,7 +161,7 @@ def main() -> None:
 
 def bench_merge_loop(corpora: list[str], cpus: int, vocab_size: int) -> None:
     """The part of training that runs on the driver whatever the engine: its time and the distinct pre-tokens."""
-    from hf_bpe.train import train_bpe_from_counts
+    from hf_bpe.train.api import train_bpe_from_counts
 
     counts = count_pretokens_in_files(corpora, [SPECIAL], num_workers=cpus, progress=False)
     seconds, (_, merges), memory = timed(lambda: train_bpe_from_counts(counts, vocab_size, [SPECIAL]))
@@ -166,9 +170,9 @@ def bench_merge_loop(corpora: list[str], cpus: int, vocab_size: int) -> None:
 
 
 def bench_tokenize(path: str, doc_lines: int, address: str, cpus: int, repeats: int) -> None:
-    from hf_bpe.data import tokenize_dataset
-    from hf_bpe.hf_export import save_tokenizer_directory
-    from hf_bpe.train import train_bpe_from_iterator
+    from hf_bpe.data.pipeline import tokenize_dataset
+    from hf_bpe.formats.hf_directory import save_tokenizer_directory
+    from hf_bpe.train.api import train_bpe_from_iterator
 
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)

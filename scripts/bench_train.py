@@ -61,7 +61,7 @@ def train_hf_bpe_stream(paths: list[str], vocab_size: int, workers: int | None) 
 def train_hf_tokenizers(paths: list[str], vocab_size: int, workers: int | None) -> list[tuple[bytes, bytes]]:
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    from hf_bpe.gpt2_format import str_to_token
+    from hf_bpe.formats.gpt2 import str_to_token
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -84,8 +84,8 @@ def run_tool(tool: str, paths: list[str], vocab_size: int, workers: int | None) 
 
 def run_queues(paths: list[str], vocab_size: int, workers: int | None, repeats: int) -> dict:
     """Count once, then time the merge loop with each queue, alternating; and size the merge loop's structures."""
-    from hf_bpe.count import count_pretokens_in_files
-    from hf_bpe.train import _Corpus, _Words, merge_pairs
+    from hf_bpe.train.count import count_pretokens_in_files
+    from hf_bpe.train.merge_loop import _Corpus, _Words, merge_pairs
 
     counts = count_pretokens_in_files(paths, SPECIAL_TOKENS, num_workers=workers, progress=False)
     num_merges = vocab_size - 256 - len(SPECIAL_TOKENS)

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hf_bpe.errors import InputError
-from hf_bpe.gpt2_format import load_gpt2_merges, load_gpt2_vocab
-from hf_bpe.tiktoken_compat import tiktoken_encoding
+from hf_bpe.common.errors import InputError
+from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
+from hf_bpe.formats.tiktoken import tiktoken_encoding
 
 ENDOFTEXT = "<|endoftext|>"
 Encoder = Callable[[list[str]], list[list[int]]]

@@ -4,7 +4,8 @@
 
 Each tokenizer is trained with `hf-bpe train` (hf_bpe.train_bpe, then save_tokenizer_directory and
 hf_bpe_training.json) into a temporary directory; the card is then rewritten with its evaluation corpora and
-languages (hf_bpe.card.write_model_card) and only README.md is copied here, not the tokenizer files. Corpora that
+languages (hf_bpe.evaluation.card.write_model_card) and only README.md is copied here, not the tokenizer files.
+Corpora that
 are not found (without --shared) are skipped, and so are tokenizers whose training corpus is missing.
 """
 
@@ -16,9 +17,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hf_bpe.card import write_model_card
-from hf_bpe.cli import main as hf_bpe_main
-from hf_bpe.cli import shipped_corpus
+from hf_bpe.cli.main import main as hf_bpe_main
+from hf_bpe.cli.train import shipped_corpus
+from hf_bpe.evaluation.card import write_model_card
 
 REPO = Path(__file__).resolve().parent.parent
 

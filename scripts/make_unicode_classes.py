@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 MODULE_PATH = Path(__file__).resolve().parent.parent / "hf_bpe" / "unicode_classes.py"
-# hf_bpe.pretokenize.GPT2_PATTERN, copied: the script must run when the module it generates is missing or out of date.
+# hf_bpe.pretokenize.gpt2.GPT2_PATTERN, copied: the script must run when the module it generates is missing or out of
+# date.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 SURROGATES = range(0xD800, 0xE000)
 
@@ -171,7 +172,8 @@ ByteLevel pre-tokenizer) and tiktoken {tiktoken_version} on every code point and
 with `python scripts/make_unicode_classes.py` when either is upgraded; `--check` says whether it is still current.
 
 Each table lists inclusive code-point ranges in hex (`0041-005A`; a lone code point stands alone), separated by
-spaces. hf_bpe.pretokenize builds its patterns from them instead of `\\\\p{{L}}`, `\\\\p{{N}}` and `\\\\s`, so that its
+spaces. hf_bpe.pretokenize.gpt2 builds its patterns from them instead of `\\\\p{{L}}`, `\\\\p{{N}}` and `\\\\s`, so
+that its
 pre-tokens do not depend on the Unicode tables of the installed `regex` module.
 """
 

@@ -3,15 +3,15 @@
     python scripts/tokenize_dataset.py --tokenizer tok/ --dataset json --data-files docs.jsonl --split train \\
         --text-column text --num-proc 8 --out data/
 
-Same options as `hf-bpe tokenize-dataset`; see hf_bpe/data.py. Read the result with `hf_bpe.data.load_tokens`.
+Same options as `hf-bpe tokenize-dataset`; see hf_bpe/data.py. Read the result with `hf_bpe.data.pipeline.load_tokens`.
 """
 
 import argparse
 import sys
 from pathlib import Path
 
-from hf_bpe.cli import run_reporting_errors
-from hf_bpe.data import add_tokenize_dataset_arguments, run_tokenize_dataset
+from hf_bpe.cli.main import run_reporting_errors
+from hf_bpe.cli.tokenize_dataset import add_tokenize_dataset_arguments, run_tokenize_dataset
 
 
 def main() -> int:

@@ -1,0 +1,251 @@
+"""`hf-bpe train`: its options, checked before any work; counting the corpus with the chosen engine; the merge
+loop; and the tokenizer directory, built under a temporary name and moved into place when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hf_bpe.common.errors import InputError, describe_os_error
+
+DEFAULT_SPECIAL_TOKENS = ["<|endoftext|>"]
+DEFAULT_VOCAB_SIZE = 8192
+
+
+def shipped_corpus() -> Path:
+    """The small English corpus (Python documentation, PSF licence) that ships inside the package."""
+    return Path(str(resources.files("hf_bpe") / "corpora" / "python_docs_sample.txt"))
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    from hf_bpe.cli.options import add_dataset_arguments, add_engine_arguments
+
+    # str, not Path: an fsspec URL such as s3://bucket/corpus.txt must keep its "//".
+    parser.add_argument("inputs", nargs="*", metavar="INPUT", type=str,
+                        help="UTF-8 text files (or fsspec URLs such as s3://bucket/corpus.txt) to train on; documents "
+                             "may be separated by special tokens. "
+                             "Without any (and without --dataset), trains on a 400 KB sample of the Python docs "
+                             "shipped with hf_bpe.")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="directory to write (vocab.json, merges.txt, tokenizer.json, tokenizer_config.json, "
+                             "model card); it must not exist or be empty unless --force is given, and is checked to "
+                             "be writable before training starts")
+    parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE, metavar="N",
+                        help="final vocabulary size, counting the 256 byte tokens and the special tokens "
+                             "(default: %(default)s)")
+    parser.add_argument("--special-token", action="append", dest="special_tokens", metavar="TOK",
+                        help="a special token: splits documents, never merged, gets an id after the merges; "
+                             "repeat for several (the first is the end-of-text token). "
+                             f"Default: {' '.join(DEFAULT_SPECIAL_TOKENS)}")
+    parser.add_argument("--no-special-tokens", action="store_true", help="train without any special token")
+    parser.add_argument("--pad-token", metavar="TOK",
+                        help="the tokenizer's pad token (pad_token in tokenizer_config.json); if it is not one of "
+                             "the special tokens it is added as one, after them, so it counts in --vocab-size "
+                             "(default: none; transformers users often set tok.pad_token = tok.eos_token instead)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes for pre-tokenization (default: the CPUs this process may use)")
+    parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                        help="what to do with invalid UTF-8 in INPUT files: stop and name the byte offset (strict, "
+                             "the default), or replace bad bytes with U+FFFD and report how many were replaced")
+    add_engine_arguments(parser)
+    dataset_options = parser.add_argument_group(
+        "training on a dataset", "Instead of INPUT files, the text column of a HuggingFace dataset split, each row "
+                                 "one document (the same options as tokenize-dataset).")
+    add_dataset_arguments(dataset_options, required=False)
+    from hf_bpe.cli.card import add_card_metadata_arguments
+
+    add_card_metadata_arguments(parser.add_argument_group("model card"))
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
+                                                                     "terminal)")
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from hf_bpe._version import __version__
+    from hf_bpe.cli.options import check_engine_arguments
+    from hf_bpe.common.outputs import staging_directory
+    from hf_bpe.common.parallel import default_num_workers
+    from hf_bpe.data.sources import DatasetSource
+    from hf_bpe.evaluation.card import TRAINING_INFO_FILE, check_card_metadata, write_model_card
+    from hf_bpe.formats.hf_directory import save_tokenizer_directory
+    from hf_bpe.pretokenize import UNICODE_VERSION
+    from hf_bpe.train.api import train_bpe_from_counts
+
+    special_tokens = training_special_tokens(args)
+    source = DatasetSource.from_args(args) if args.dataset else None
+    check_train_arguments(args, source)
+    check_engine_arguments(args)
+    check_card_metadata(args.license, card_dataset_names(args, source))
+    inputs = [] if source else (args.inputs or [shipped_corpus()])
+    # Refuses a bad vocab size or special token now, not after counting: training on no pre-tokens takes no time.
+    train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False)
+    progress = False if args.no_progress else None
+
+    out: Path = args.out
+    with staging_directory(out, replace=args.force, min_free_bytes=minimum_output_bytes(args.vocab_size)) as staging:
+        start = time.perf_counter()
+        counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
+        counting_seconds = time.perf_counter() - start
+        vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress)
+        training_seconds = time.perf_counter() - start
+        peak_memory_mb = peak_memory_bytes() / 1e6
+        if len(vocab) < args.vocab_size:
+            print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
+                  f"fewer than the {args.vocab_size} asked for", file=sys.stderr)
+        training_info = {
+            **corpus_info,
+            "vocab_size": len(vocab),
+            "special_tokens": special_tokens,
+            "pad_token": args.pad_token,
+            "distinct_pretokens": len(counts),
+            "counting_seconds": round(counting_seconds, 3),
+            "training_seconds": round(training_seconds, 3),
+            "peak_memory_mb": round(peak_memory_mb),
+            "engine": args.engine,
+            "num_workers": args.workers or default_num_workers(),
+            "hardware": describe_hardware(),
+            "python": platform.python_version(),
+            "hf_bpe_version": __version__,
+            "unicode_version": UNICODE_VERSION,
+            "date": datetime.date.today().isoformat(),
+            "license": args.license,
+            "dataset_names": card_dataset_names(args, source),
+        }
+        try:
+            save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token)
+            (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
+            write_model_card(staging, training_info=training_info)
+        except OSError as error:
+            raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
+                             f"(nothing was written)") from None
+    print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
+          f"{len(special_tokens)} special) in {training_seconds:.1f} s ({len(counts):,} distinct pre-tokens counted "
+          f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB){replacement_note(training_info)}",
+          file=sys.stderr)
+    return 0
+
+
+def training_special_tokens(args: argparse.Namespace) -> list[str]:
+    """The special tokens to train with: --special-token (or the default), plus --pad-token when it is new."""
+    special_tokens = [] if args.no_special_tokens else list(args.special_tokens or DEFAULT_SPECIAL_TOKENS)
+    if args.pad_token is not None:
+        if args.no_special_tokens:
+            raise InputError("--pad-token is a special token, so it cannot be combined with --no-special-tokens")
+        if args.pad_token not in special_tokens:
+            special_tokens.append(args.pad_token)
+    return special_tokens
+
+
+def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
+    """The checks on `hf-bpe train`'s own options that need no file to be read."""
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be at least 1, got {args.workers}")
+    if source is not None:
+        if args.inputs:
+            raise InputError("give INPUT files or --dataset, not both")
+        if args.errors != "strict":
+            raise InputError("--errors applies to INPUT files; dataset text is already decoded")
+    else:
+        for flag, given in (("--data-files", args.data_files), ("--config", args.config),
+                            ("--streaming", args.streaming), ("--cache-dir", args.cache_dir)):
+            if given:
+                raise InputError(f"{flag} needs --dataset")
+
+
+def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], source: Any, special_tokens: list[str],
+                          progress: bool | None) -> tuple[Counter[bytes], dict[str, Any]]:
+    """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus."""
+    from hf_bpe.common.files import check_input_files
+    from hf_bpe.data.sources import datasets_progress_bars, metadata_of, row_texts
+    from hf_bpe.train import count
+    from hf_bpe.train.count import counting_engine
+
+    engine_options = {"engine": counting_engine(args.engine, args.ray_address)}
+    if source is not None:
+        with datasets_progress_bars(progress is not False):
+            texts = row_texts(source.load(), source)
+        counts = count.count_pretokens_in_iterator(texts, special_tokens, num_workers=args.workers,
+                                                   progress=progress, **engine_options)
+        return counts, {"dataset": metadata_of(source, texts.num_rows), "corpus_files": [],
+                        "corpus_bytes": texts.num_bytes}
+    stats = count.CountStats() if args.errors == "replace" else None
+    counts = count.count_pretokens_in_files(inputs, special_tokens, num_workers=args.workers, errors=args.errors,
+                                            progress=progress, stats=stats, **engine_options)
+    sizes = check_input_files(inputs)  # as counting found them: local files or URLs
+    info: dict[str, Any] = {
+        "corpus_files": [{"path": str(path), "bytes": size} for path, size in zip(inputs, sizes)],
+        "corpus_bytes": sum(sizes),
+        "errors": args.errors,
+    }
+    if stats is not None:
+        first = stats.first_replacement
+        info["replaced_bytes"] = stats.replaced_bytes
+        info["first_replacement"] = None if first is None else {"path": str(first[0]), "byte_offset": first[1]}
+    return counts, info
+
+
+def replacement_note(training_info: dict[str, Any]) -> str:
+    """'; replaced N invalid bytes with U+FFFD, the first at PATH byte OFFSET' for --errors replace, else ''.
+
+    >>> replacement_note({"replaced_bytes": 2, "first_replacement": {"path": "a.txt", "byte_offset": 120}})
+    '; replaced 2 bytes of invalid UTF-8 with U+FFFD, the first at a.txt byte offset 120'
+    >>> replacement_note({"replaced_bytes": 0, "first_replacement": None})
+    '; no invalid UTF-8 to replace'
+    """
+    if "replaced_bytes" not in training_info:
+        return ""
+    first = training_info.get("first_replacement")
+    if not training_info["replaced_bytes"] or not first:
+        return "; no invalid UTF-8 to replace"
+    return (f"; replaced {training_info['replaced_bytes']:,} byte{'s' if training_info['replaced_bytes'] != 1 else ''}"
+            f" of invalid UTF-8 with U+FFFD, the first at {first['path']} byte offset {first['byte_offset']}")
+
+
+def card_dataset_names(args: argparse.Namespace, source: Any) -> list[str]:
+    """The card's `datasets` metadata: --dataset-name, else the --dataset trained on when it is a Hub name."""
+    if args.dataset_names:
+        return list(args.dataset_names)
+    name = source.hub_name() if source is not None else None
+    return [name] if name else []
+
+
+def minimum_output_bytes(vocab_size: int) -> int:
+    """A floor on the size of a saved tokenizer directory: each token takes at least ~32 bytes over vocab.json,
+    merges.txt and tokenizer.json (measured: 80-90), plus the small files. Less free space than this fails for sure."""
+    return 32 * vocab_size + 16_384
+
+
+def peak_memory_bytes() -> int:
+    """The peak resident memory of this process or of its largest finished child (a counting worker), in bytes."""
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, kilobytes elsewhere
+
+
+def describe_hardware() -> str:
+    """A one-line description of this machine for model cards, e.g. 'AMD EPYC 7B13, 2 cores, 24 GiB RAM'."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        memory = f", {memory_gib:.0f} GiB RAM"
+    except (ValueError, OSError, AttributeError):
+        memory = ""
+    return f"{cpu}, {os.cpu_count()} cores{memory}"
+

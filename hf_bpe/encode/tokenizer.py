@@ -1,0 +1,469 @@
+"""Encoding text with a trained byte-level BPE: the `Tokenizer`.
+
+>>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}
+>>> tokenizer = Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], special_tokens=["<|endoftext|>"])
+>>> tokenizer.encode("abc abcd<|endoftext|>")
+[257, 32, 257, 100, 258]
+>>> tokenizer.decode([257, 32, 257, 100, 258])
+'abc abcd<|endoftext|>'
+
+How it is fast: text is cut into GPT-2 pre-tokens by one C-level `re.findall` (stdlib `re`, with the pinned
+character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level `map`
+(ids packed as bytes, joined in C), so text whose pre-tokens were seen before costs a few C calls per document.
+Pre-tokens missing from the cache wait, with a marker in the ids, until enough of them have gathered to be merged
+in one numpy batch (`hf_bpe.encode.merge_kernels`); the markers are then replaced. The cache is bounded in bytes
+(`cache_bytes`);
+see `hf_bpe.encode.cache`.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from hf_bpe.common.errors import InputError
+from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
+from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch_packed, merge_ids
+from hf_bpe.formats.gpt2 import load_gpt2_merges_numbered, load_gpt2_vocab
+from hf_bpe.pretokenize import (
+    GPT2_ASCII_REGEX,
+    GPT2_REGEX,
+    SAFE_SPACE_REGEX,
+    SpecialTokenSplitter,
+    replace_surrogates,
+    safe_segments,
+    validate_special_tokens,
+)
+
+#: Default bound, in bytes, of a Tokenizer's cache (keys, packed ids and hash tables, as `sys.getsizeof` counts).
+DEFAULT_CACHE_BYTES = 256 << 20
+# New pre-tokens are merged once this many misses have gathered (or at the end of a call): numpy's batch merge pays
+# more the larger the batch (see hf_bpe.encode.merge_kernels; 16,384 ran 3-7% faster than 4,096 in a first pass over
+# en_gcide), and
+# the ids held back meanwhile are the call's own, which it returns anyway.
+_PENDING_BATCH = 16384
+# encode_iterable encodes the buffered text once it holds this many characters.
+_STREAM_WINDOW = 1 << 16
+# A text longer than this is pre-tokenized one segment at a time (`pretokenize.safe_segments`).
+_SEGMENT_CHARS = 1 << 20
+# encode_batch uses processes only for at least this many characters of text: below it, starting them costs more.
+_MIN_PARALLEL_LENGTH = 1 << 20
+
+
+class Tokenizer:
+    """Byte-level BPE encoder and decoder: GPT-2 pre-tokenization, then merges applied lowest rank first.
+
+    `cache_bytes` bounds the memory of the encoder's cache (default 256 MiB); encoding speed does not depend on it
+    as long as the distinct pre-tokens of the text at hand fit (about 1.3 million at the default).
+    """
+
+    def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                 special_tokens: Sequence[str] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self._vocab: dict[int, bytes] = dict(vocab)
+        self._merges: list[tuple[bytes, bytes]] = [(bytes(left), bytes(right)) for left, right in merges]
+        self._special_tokens: list[str] = validate_special_tokens(special_tokens)
+        if not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be a non-negative int, got {cache_bytes!r}")
+        self.cache_bytes = cache_bytes
+        self._build()
+
+    # ----------------------------------------------------------------------------------------------- construction
+
+    def _build(self) -> None:
+        """Derive every lookup table from vocab, merges and special tokens (also run after unpickling)."""
+        self._token_ids: dict[bytes, int] = {}
+        for token_id, token in self._vocab.items():
+            if not isinstance(token_id, int) or not 0 <= token_id <= MAX_ID:
+                raise ValueError(f"token ids must be ints from 0 to {MAX_ID}, got {token_id!r}")
+            if token in self._token_ids:
+                raise ValueError(f"vocab has the token {token!r} twice (ids {self._token_ids[token]} and {token_id})")
+            self._token_ids[token] = token_id
+        next_id = max(self._vocab, default=-1) + 1
+        self._special_ids: dict[str, int] = {}
+        for special in self._special_tokens:
+            encoded = special.encode("utf-8")
+            if encoded not in self._token_ids:
+                self._vocab[next_id] = encoded
+                self._token_ids[encoded] = next_id
+                next_id += 1
+            self._special_ids[special] = self._token_ids[encoded]
+        self._special_id_bytes = {special: pack_ids([(token_id,)])[0]
+                                  for special, token_id in self._special_ids.items()}
+        self._splitter = SpecialTokenSplitter(self._special_tokens)
+        self._byte_ids: dict[int, int] = {byte: self._token_ids[bytes([byte])] for byte in range(256)
+                                          if bytes([byte]) in self._token_ids}
+        # (left id, right id) -> rank, and rank -> id of the merged token.
+        self._pair_ranks: dict[tuple[int, int], int] = {}
+        self._merged_ids: list[int] = []
+        for rank, (left, right) in enumerate(self._merges):
+            left_id, right_id, merged_id = (self._token_ids.get(left), self._token_ids.get(right),
+                                            self._token_ids.get(left + right))
+            missing = [token for token, token_id in ((left, left_id), (right, right_id), (left + right, merged_id))
+                       if token_id is None]
+            if missing:
+                raise _MergeError(rank, f"merge {rank} ({left!r}, {right!r}): {missing[0]!r} is not in the vocab")
+            self._pair_ranks.setdefault((left_id, right_id), rank)
+            self._merged_ids.append(merged_id)  # type: ignore[arg-type]
+        self._batch_tables: BatchTables | None = None  # built on the first large batch of new pre-tokens
+        self._cache = PretokenCache(self._merge_pretokens, self.cache_bytes)
+
+    @classmethod
+    def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
+                   special_tokens: Sequence[str] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
+                   ) -> Tokenizer:
+        """Load GPT-2 `vocab.json` and `merges.txt`; token ids are the ones in the file.
+
+        Raises InputError naming the file and line for a corrupt file or a merge that does not fit the vocab.
+        """
+        vocab = load_gpt2_vocab(vocab_json)
+        merges, line_numbers = load_gpt2_merges_numbered(merges_txt)
+        try:
+            return cls(vocab, merges, special_tokens, cache_bytes=cache_bytes)
+        except _MergeError as error:
+            raise InputError(f"{merges_txt}: line {line_numbers[error.rank]}: {error.args[0]}") from None
+        except ValueError as error:
+            raise InputError(f"{vocab_json}: {error}") from None
+
+    # ------------------------------------------------------------------------------------------------- properties
+
+    @property
+    def vocab(self) -> Mapping[int, bytes]:
+        """id -> token bytes, including special tokens (read-only)."""
+        return MappingProxyType(self._vocab)
+
+    @property
+    def merges(self) -> Sequence[tuple[bytes, bytes]]:
+        """The merges in rank order (read-only)."""
+        return tuple(self._merges)
+
+    @property
+    def special_tokens(self) -> Sequence[str]:
+        return tuple(self._special_tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens, special tokens included."""
+        return len(self._vocab)
+
+    def token_to_id(self, token: bytes | str) -> int | None:
+        """The id of a token given as bytes or as text (UTF-8), or None.
+
+        >>> Tokenizer({0: b"a", 1: b"b"}, []).token_to_id("b")
+        1
+        """
+        if isinstance(token, str):
+            token = token.encode("utf-8")
+        return self._token_ids.get(token)
+
+    def id_to_token(self, id: int) -> bytes:
+        """The bytes of token `id`; ValueError for an unknown id."""
+        try:
+            return self._vocab[id]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown token id {id!r}") from None
+
+    # --------------------------------------------------------------------------------------------------- encoding
+
+    def encode(self, text: str) -> list[int]:
+        """Encode text: special tokens first (longest first), the GPT-2 pre-tokens of the text between them merged.
+
+        Lone surrogates (possible in Python strings, not in UTF-8) become U+FFFD, as in tiktoken.
+
+        >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b" a"}, [(b" ", b"a")])
+        >>> tokenizer.encode("a a"), tokenizer.encode("a\\ud800")
+        ([97, 256], [97, 239, 191, 189])
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects str, got {type(text).__name__}")
+        return unpack_ids(self._encode_texts([text])[0])
+
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """`encode(text)` as a read-only uint32 array, made without Python ints (faster for token arrays).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_to_numpy("ab")
+        array([97, 98], dtype=uint32)
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode_to_numpy expects str, got {type(text).__name__}")
+        return np.frombuffer(self._encode_texts([text])[0], dtype=ID_DTYPE)
+
+    def encode_batch(self, texts: Sequence[str], num_workers: int | None = None) -> list[list[int]]:
+        """Encode many texts, in `num_workers` processes (default: one per usable CPU) when there is enough text.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch(["a", "bc"])
+        [[97], [98, 99]]
+        """
+        return list(map(unpack_ids, self._encode_batch(texts, num_workers)))
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], num_workers: int | None = None) -> list[np.ndarray]:
+        """`encode_batch` as read-only uint32 arrays, made without Python ints (faster for token arrays).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch_to_numpy(["a", "bc"])[1]
+        array([98, 99], dtype=uint32)
+        """
+        return [np.frombuffer(ids, dtype=ID_DTYPE) for ids in self._encode_batch(texts, num_workers)]
+
+    def _encode_batch(self, texts: Sequence[str], num_workers: int | None) -> list[bytes]:
+        texts = list(texts)
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"encode_batch expects str texts, got {type(text).__name__}")
+        from hf_bpe.common.parallel import default_num_workers, process_pool
+
+        if num_workers is None:
+            num_workers = default_num_workers()
+        if num_workers <= 1 or len(texts) < 2 or sum(map(len, texts)) < _MIN_PARALLEL_LENGTH:
+            return self._encode_texts(texts)
+        with process_pool(num_workers, self) as pool:  # workers send bytes back: they pickle far faster than lists
+            results = pool.map(_encode_in_worker, _batches_by_length(texts, num_workers * 4))
+        return [ids for batch in results for ids in batch]
+
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+        """Yield the ids of "".join(iterable), holding only a bounded window of the text.
+
+        Memory stays bounded whatever the length of the text: the text window (64K characters, more only while one
+        pre-token is longer) plus the cache, at most `cache_bytes` (default 256 MiB).
+
+        Buffered text is encoded up to its last safe cut: a position where cutting provably does not change the
+        result (before a space followed by non-whitespace, or at a special token's edge), far enough from the end
+        that any special token or pre-token across it is already complete.
+
+        >>> list(Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_iterable(["a", "b"]))
+        [97, 98]
+        """
+        for window in self._windows(iterable, "encode_iterable"):
+            yield from self.encode(window)
+
+    def encode_iterable_to_numpy(self, iterable: Iterable[str]) -> Iterator[np.ndarray]:
+        """`encode_iterable` as read-only uint32 arrays, one per window of text (the ids never become Python ints).
+
+        >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> [array.tolist() for array in tokenizer.encode_iterable_to_numpy(["a", "b"])]
+        [[97, 98]]
+        """
+        for window in self._windows(iterable, "encode_iterable_to_numpy"):
+            yield np.frombuffer(self._encode_texts([window])[0], dtype=ID_DTYPE)
+
+    def _windows(self, iterable: Iterable[str], caller: str) -> Iterator[str]:
+        """The text of `iterable` in windows cut at safe cuts (see `encode_iterable`)."""
+        pending: list[str] = []
+        pending_length = 0
+        buffer = ""
+        threshold = _STREAM_WINDOW
+        for chunk in iterable:
+            if not isinstance(chunk, str):
+                raise TypeError(f"{caller} expects an iterable of str, got {type(chunk).__name__}")
+            pending.append(chunk)
+            pending_length += len(chunk)
+            if len(buffer) + pending_length < threshold:
+                continue
+            buffer += "".join(pending)
+            pending.clear()
+            pending_length = 0
+            start = 0
+            while len(buffer) - start >= _STREAM_WINDOW:
+                cut = _last_safe_cut(buffer, start, start + _STREAM_WINDOW, self._splitter)
+                if cut == start:
+                    cut = _last_safe_cut(buffer, start, len(buffer), self._splitter)
+                    if cut == start:
+                        break
+                yield buffer[start:cut]
+                start = cut
+            buffer = buffer[start:]
+            # Text with no safe cut (one huge pre-token) waits until the buffer doubles: linear time overall.
+            threshold = max(_STREAM_WINDOW, 2 * len(buffer))
+        buffer += "".join(pending)
+        if buffer:
+            yield buffer
+
+    def _encode_texts(self, texts: list[str]) -> list[bytes]:
+        """Encode texts (ids as bytes, see `hf_bpe.encode.cache`): special tokens first (longest first), then the
+        pre-tokens of the text between them.
+
+        Each segment's ids are looked up in one call. A segment with pre-tokens missing from the cache holds markers;
+        once enough missing pre-tokens have gathered (and at the end), they are merged in one batch and the markers
+        replaced.
+        """
+        # Encoding allocates millions of small objects (the cache's keys and values) and no reference cycles: with the
+        # cyclic garbage collector paused, a first pass over text runs 10% faster (it would otherwise traverse the
+        # growing cache again and again). It resumes, and catches up, when the call returns.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._encode_segments(texts)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _encode_segments(self, texts: list[str]) -> list[bytes]:
+        cache = self._cache
+        lookup, waiting = cache.__getitem__, cache.waiting
+        split_keeping = self._splitter.split_keeping if self._splitter else None
+        results: list[list[bytes]] = []  # per text, the ids of its segments and special tokens
+        marked: list[tuple[list[bytes], int, int]] = []  # (segments' ids, index, its first marker in `waiting`)
+        for text in texts:
+            text = replace_surrogates(text)
+            parts: list[bytes] = []
+            for index, part in enumerate([text] if split_keeping is None else split_keeping(text)):
+                if index % 2:
+                    parts.append(self._special_id_bytes[part])
+                    continue
+                for segment in (part,) if len(part) <= _SEGMENT_CHARS else safe_segments(part, _SEGMENT_CHARS):
+                    before = len(waiting)
+                    pretokens = (GPT2_ASCII_REGEX if segment.isascii() else GPT2_REGEX).findall(segment)
+                    parts.append(b"".join(map(lookup, pretokens)))
+                    if len(waiting) != before:
+                        marked.append((parts, len(parts) - 1, before))
+                        if len(waiting) >= _PENDING_BATCH:
+                            _fill_marked(cache, marked)
+            results.append(parts)
+        if marked:
+            _fill_marked(cache, marked)
+        return [parts[0] if len(parts) == 1 else b"".join(parts) for parts in results]
+
+    def _merge_pretokens(self, pretokens: list[str]) -> list[bytes]:
+        """The ids of each pre-token (as `pack_ids` packs them): one numpy batch for many
+        (hf_bpe.encode.merge_kernels), else one
+        at a time."""
+        words = list(map(str.encode, pretokens))
+        if len(words) >= MIN_BATCH_MERGE:
+            if self._batch_tables is None:
+                self._batch_tables = BatchTables(self._byte_ids, self._pair_ranks, self._merged_ids)
+            try:
+                return merge_batch_packed(words, self._batch_tables, ID_DTYPE)
+            except MissingByteError:
+                pass  # the scalar path below names the pre-token
+        return pack_ids(list(map(self._merge_word, words)))
+
+    def _merge_word(self, word: bytes) -> tuple[int, ...]:
+        """Merge the bytes of one pre-token."""
+        if len(word) == 1 and word in self._token_ids:
+            return (self._token_ids[word],)
+        try:
+            ids = list(map(self._byte_ids.__getitem__, word))
+        except KeyError as error:
+            raise ValueError(f"byte {error.args[0]:#04x} has no token in the vocab, so "
+                             f"{word.decode('utf-8', 'replace')!r} cannot be encoded") from None
+        return tuple(merge_ids(ids, self._pair_ranks, self._merged_ids))
+
+    def cache_size(self) -> int:
+        """The bytes the encoder's cache holds now, as counted against `cache_bytes`."""
+        return self._cache.size()
+
+    # --------------------------------------------------------------------------------------------------- decoding
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Decode ids to text; byte sequences that are not valid UTF-8 become U+FFFD."""
+        if not isinstance(ids, (list, tuple)):
+            ids = list(ids)
+        try:
+            data = b"".join(map(self._vocab.__getitem__, ids))
+        except (KeyError, TypeError):
+            for token_id in ids:
+                self.id_to_token(token_id)
+            raise
+        return data.decode("utf-8", errors="replace")
+
+    # --------------------------------------------------------------------------------------------------- pickling
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"vocab": self._vocab, "merges": self._merges, "special_tokens": self._special_tokens,
+                "cache_bytes": self.cache_bytes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._vocab = dict(state["vocab"])
+        self._merges = list(state["merges"])
+        self._special_tokens = list(state["special_tokens"])
+        self.cache_bytes = state.get("cache_bytes", DEFAULT_CACHE_BYTES)
+        self._build()
+
+    def __repr__(self) -> str:
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
+                f"special_tokens={self._special_tokens!r})")
+
+
+def _fill_marked(cache: PretokenCache, marked: list[tuple[list[bytes], int, int]]) -> None:
+    """Merge the pre-tokens waiting in the cache and replace the markers in the marked segments' ids (see
+    `Tokenizer._encode_texts`)."""
+    waiting = cache.waiting[:]
+    values = cache.resolve()
+    ends = [start for _, _, start in marked[1:]] + [len(waiting)]
+    for (parts, index, start), end in zip(marked, ends):
+        parts[index] = replace_markers(parts[index], list(map(values.__getitem__, waiting[start:end])))
+    marked.clear()
+
+
+def _last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSplitter) -> int:
+    """The largest safe cut p with start <= p <= limit in `text` (a buffer whose text may continue), or start.
+
+    `limit` is lowered so that every special token or pre-token boundary decided before p is decided by text
+    that is already in the buffer.
+    """
+    limit = min(limit, len(text) - splitter.longest - 2)
+    if limit <= start:
+        return start
+    segment_start, segment_end = start, len(text)
+    for match in splitter.finditer(text, start):
+        if match.start() > limit:
+            segment_end = match.start()
+            break
+        if match.end() > limit:
+            return match.start() if match.start() > start else match.end()
+        segment_start = match.end()
+    # A safe space at p needs its following non-whitespace character inside the same segment.
+    space = _last_safe_space(text, segment_start, min(limit, segment_end - 2))
+    return max(space, segment_start)
+
+
+def _last_safe_space(text: str, low: int, high: int) -> int:
+    """The largest p with low <= p <= high, text[p] == " " and text[p + 1] not whitespace, or -1.
+
+    Searches backwards from `high` in growing windows so that the cost is proportional to the distance scanned.
+
+    >>> _last_safe_space("a b c  d", 0, 6), _last_safe_space("a b", 0, 0)
+    (6, -1)
+    """
+    width = 256
+    while high >= low:
+        window_start = max(low, high - width)
+        last = -1
+        for match in SAFE_SPACE_REGEX.finditer(text, window_start, high + 2):
+            last = match.start()
+        if last >= 0 or window_start == low:
+            return last
+        high = window_start
+        width *= 4
+    return -1
+
+
+class _MergeError(ValueError):
+    """A merge that does not fit the vocab; `from_files` turns it into an InputError naming the merges.txt line."""
+
+    def __init__(self, rank: int, message: str) -> None:
+        super().__init__(message)
+        self.rank = rank
+
+
+def _batches_by_length(texts: list[str], count: int) -> list[list[str]]:
+    """Cut `texts` into at most `count` consecutive batches of about equal total length."""
+    target = max(1, sum(map(len, texts)) // count)
+    batches: list[list[str]] = [[]]
+    batch_length = 0
+    for text in texts:
+        if batch_length >= target:
+            batches.append([])
+            batch_length = 0
+        batches[-1].append(text)
+        batch_length += len(text)
+    return batches
+
+
+def _encode_in_worker(texts: list[str]) -> list[bytes]:
+    from hf_bpe.common.parallel import worker_state
+
+    return worker_state()._encode_texts(texts)

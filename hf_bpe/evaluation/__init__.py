@@ -1,0 +1,1 @@
+"""Knowing a trained tokenizer: its model card, compression on corpora."""

@@ -1,0 +1,403 @@
+"""The saved tokenizer directory: one set of files that every HuggingFace loader reads to the same token ids.
+
+`save_tokenizer_directory` writes:
+
+- `vocab.json`, `merges.txt`: the GPT-2 files (`hf_bpe.formats.gpt2`), read by `hf_bpe.Tokenizer.from_files`, by
+  `HFBPETokenizer` and by tiktoken-style loaders;
+- `tokenizer.json`: a `tokenizers` BPE model with the GPT-2 byte-level pre-tokenizer and decoder and the special
+  tokens as added special tokens, read by `tokenizers.Tokenizer.from_file` and by `AutoTokenizer`;
+- `tokenizer_config.json`, `special_tokens_map.json`: the transformers settings. `tokenizer_class` names the built-in
+  `PreTrainedTokenizerFast`, so `AutoTokenizer.from_pretrained(directory)` works without hf_bpe installed;
+  `auto_map` points `AutoTokenizer(..., trust_remote_code=True)` at `HFBPETokenizer` through the small module file
+  `hf_bpe_tokenizer.py` written beside them;
+- `README.md`: a minimal model card, only if the directory has none.
+
+Like GPT-2, the first special token (`<|endoftext|>` when present) is the bos, eos and unk token, and nothing is
+added around the encoded text. `load_tokenizer_directory` reads the directory back, checking that its files agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import read_small_text, write_text_atomically
+from hf_bpe.formats.gpt2 import (
+    load_gpt2_merges,
+    load_gpt2_vocab,
+    merges_file_lines,
+    save_gpt2,
+    str_to_token,
+    token_to_str,
+    unicode_to_bytes,
+)
+from hf_bpe.pretokenize import validate_special_tokens
+
+
+class AddedTokenSpec(NamedTuple):
+    """A token added to a tokenizer (`tok.add_tokens`, special tokens), with its id and transformers' flags."""
+
+    id: int
+    content: str
+    special: bool = False
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        """The entry of `added_tokens_decoder` / `tokenizer.json`'s `added_tokens` (without the id)."""
+        return {"content": self.content, "lstrip": self.lstrip, "normalized": self.normalized,
+                "rstrip": self.rstrip, "single_word": self.single_word, "special": self.special}
+
+
+ENDOFTEXT = "<|endoftext|>"
+MODULE_NAME = "hf_bpe_tokenizer"
+CLASS_NAME = "HFBPETokenizer"
+# transformers' "no limit" value (`VERY_LARGE_INTEGER`), used when no model_max_length is given.
+NO_MAX_LENGTH = int(1e30)
+AUTO_MAP = {"AutoTokenizer": [f"{MODULE_NAME}.{CLASS_NAME}", None]}
+REQUIRED_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json")
+SAVED_FILES = (*REQUIRED_FILES, "special_tokens_map.json", f"{MODULE_NAME}.py", "README.md")
+
+MODULE_SOURCE = f'''"""Lets `AutoTokenizer.from_pretrained(path, trust_remote_code=True)` load this directory as
+hf_bpe's `{CLASS_NAME}`. Without `trust_remote_code`, AutoTokenizer loads it as a `PreTrainedTokenizerFast`
+with identical ids.
+"""
+
+try:
+    from hf_bpe import {CLASS_NAME}
+except ImportError as error:
+    raise ImportError(
+        "This tokenizer directory was written by hf_bpe: loading it with trust_remote_code=True needs the hf_bpe "
+        "package (pip install hf_bpe). Without trust_remote_code=True, AutoTokenizer loads it as a "
+        f"PreTrainedTokenizerFast with the same token ids. (The import failed with: {{error}})"
+    ) from error
+
+__all__ = ["{CLASS_NAME}"]
+'''
+
+MINIMAL_CARD = """---
+library_name: transformers
+tags:
+- tokenizer
+- bpe
+- hf_bpe
+---
+
+# Byte-level BPE tokenizer
+
+A GPT-2 style byte-level BPE tokenizer with {vocab_size} tokens and {merge_count} merges, trained with hf_bpe.
+Special tokens: {specials}.
+
+```python
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("path/to/this/directory")
+```
+"""
+
+
+def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int, bytes],
+                             merges: Sequence[tuple[bytes, bytes]], special_tokens: Sequence[str], *,
+                             model_max_length: int | None = None, pad_token: str | None = None,
+                             added_tokens: Sequence[AddedTokenSpec] = (),
+                             config: dict[str, Any] | None = None) -> Path:
+    """Write a tokenizer that every HuggingFace loader reads into `directory` (created if needed); return its path.
+
+    `vocab` maps ids to token bytes and `merges` lists the merged pairs in rank order, as `hf_bpe.train_bpe` returns
+    them; every special token must be in `vocab` (as its UTF-8 bytes). Like GPT-2, `<|endoftext|>` (else the first
+    special token) becomes the bos, eos and unk token; `pad_token`, if given, must be one of `special_tokens`.
+    `model_max_length` is the longest input the model takes (none by default). `added_tokens` are tokens added after
+    training (`AddedTokenSpec`, ids following the vocab's), and `config` holds further `tokenizer_config.json`
+    settings (`padding_side`, `chat_template`, ...). Each file is written atomically, but the set is not: write into a
+    fresh directory and rename it for an atomic save.
+
+    The directory loads with `AutoTokenizer.from_pretrained(directory)` (no hf_bpe needed), with
+    `trust_remote_code=True` or `hf_bpe.HFBPETokenizer.from_pretrained` (our encoder), with
+    `tokenizers.Tokenizer.from_file(directory / "tokenizer.json")`, and with `hf_bpe.Tokenizer.from_files`.
+
+    >>> import tempfile
+    >>> from hf_bpe import HFBPETokenizer, save_tokenizer_directory, train_bpe_from_iterator
+    >>> vocab, merges = train_bpe_from_iterator(["low lower lowest"] * 10, 300, ["<|endoftext|>"])
+    >>> path = save_tokenizer_directory(tempfile.mkdtemp() + "/tok", vocab, merges, ["<|endoftext|>"])
+    >>> sorted(p.name for p in path.iterdir())  # doctest: +NORMALIZE_WHITESPACE
+    ['README.md', 'hf_bpe_tokenizer.py', 'merges.txt', 'special_tokens_map.json', 'tokenizer.json',
+     'tokenizer_config.json', 'vocab.json']
+    >>> from transformers import AutoTokenizer
+    >>> ids = AutoTokenizer.from_pretrained(path)("lowest low<|endoftext|>")["input_ids"]
+    >>> ids == HFBPETokenizer.from_pretrained(path)("lowest low<|endoftext|>")["input_ids"]
+    True
+    """
+    special_tokens = validate_special_tokens(special_tokens)
+    ids_by_token = {token: token_id for token_id, token in vocab.items()}
+    for special in special_tokens:
+        if special.encode("utf-8") not in ids_by_token:
+            raise ValueError(f"special token {special!r} is not in the vocab")
+    if pad_token is not None and pad_token not in special_tokens:
+        raise ValueError(f"pad token {pad_token!r} must be one of the special tokens {special_tokens}")
+    _check_added_token_ids(vocab, added_tokens)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_gpt2(vocab, list(merges), directory, special_tokens)
+    special_ids = {special: ids_by_token[special.encode("utf-8")] for special in special_tokens}
+    write_text_atomically(directory / "tokenizer.json",
+                          build_tokenizers_json(vocab, merges, special_tokens, added_tokens))
+    named = named_special_tokens(special_tokens, pad_token)
+    _write_json(directory / "tokenizer_config.json",
+                {**tokenizer_config(named, special_ids, model_max_length, added_tokens), **(config or {})})
+    _write_json(directory / "special_tokens_map.json", named)
+    write_text_atomically(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
+    write_minimal_card(directory, len(vocab) + len(added_tokens), len(merges), special_tokens)
+    return directory
+
+
+def _check_added_token_ids(vocab: dict[int, bytes], added_tokens: Sequence[AddedTokenSpec]) -> None:
+    expected = max(vocab, default=-1) + 1
+    for token in sorted(added_tokens):
+        if token.id != expected:
+            raise ValueError(f"added token {token.content!r} has id {token.id}, expected {expected}: added tokens "
+                             f"take the ids right after the vocab's, in order")
+        expected += 1
+
+
+def write_minimal_card(directory: Path, vocab_size: int, merge_count: int, special_tokens: Sequence[str]) -> None:
+    """Write a minimal model card `README.md`, unless the directory has one already."""
+    card = directory / "README.md"
+    if not card.exists():
+        write_text_atomically(card, MINIMAL_CARD.format(vocab_size=vocab_size, merge_count=merge_count,
+                                                        specials=", ".join(f"`{s}`" for s in special_tokens) or "none"))
+
+
+def named_special_tokens(special_tokens: Sequence[str], pad_token: str | None = None) -> dict[str, Any]:
+    """The transformers names of the special tokens, as in `special_tokens_map.json`.
+
+    GPT-2 uses `<|endoftext|>` as its bos, eos and unk token; the first special token plays that part when there is
+    no `<|endoftext|>`. The others are `additional_special_tokens`.
+
+    >>> named_special_tokens(["<pad>", "<|endoftext|>"], pad_token="<pad>")
+    {'bos_token': '<|endoftext|>', 'eos_token': '<|endoftext|>', 'unk_token': '<|endoftext|>', \
+'pad_token': '<pad>', 'additional_special_tokens': ['<pad>']}
+    >>> named_special_tokens([])
+    {}
+    """
+    if not special_tokens:
+        return {}
+    main = ENDOFTEXT if ENDOFTEXT in special_tokens else special_tokens[0]
+    named: dict[str, Any] = {"bos_token": main, "eos_token": main, "unk_token": main}
+    if pad_token is not None:
+        named["pad_token"] = pad_token
+    others = [token for token in special_tokens if token != main]
+    if others:
+        named["additional_special_tokens"] = others
+    return named
+
+
+def tokenizer_config(named: dict[str, Any], special_ids: dict[str, int], model_max_length: int | None,
+                     added_tokens: Sequence[AddedTokenSpec] = ()) -> dict[str, Any]:
+    """The contents of `tokenizer_config.json`, readable by transformers 4 and 5."""
+    specs = [AddedTokenSpec(token_id, token, special=True) for token, token_id in special_ids.items()]
+    added = {str(spec.id): spec.as_json() for spec in sorted([*specs, *added_tokens])}
+    return {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "auto_map": AUTO_MAP,
+        "added_tokens_decoder": added,
+        **named,
+        "add_prefix_space": False,
+        "clean_up_tokenization_spaces": False,
+        "errors": "replace",
+        # transformers 4's PreTrainedTokenizerFast would return token_type_ids too; GPT-2 models take neither.
+        "model_input_names": ["input_ids", "attention_mask"],
+        "model_max_length": NO_MAX_LENGTH if model_max_length is None else model_max_length,
+    }
+
+
+def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
+                          special_tokens: Sequence[str], added_tokens: Sequence[AddedTokenSpec] = ()) -> str:
+    """The `tokenizer.json` text for a `tokenizers` byte-level BPE tokenizer, laid out like GPT-2's.
+
+    Special tokens stay in the model vocab (as in GPT-2's `vocab.json`); `added_tokens` follow it.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    specials = {token.encode("utf-8"): token for token in special_tokens}
+    string_vocab = {specials.get(token) or token_to_str(token): token_id for token_id, token in vocab.items()}
+    string_merges = [(token_to_str(left), token_to_str(right)) for left, right in merges]
+    tokenizer = Tokenizer(models.BPE(vocab=string_vocab, merges=string_merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    # Like GPT-2's: it adds no tokens, it only keeps the offsets untrimmed.
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in special_tokens])
+    for spec in sorted(added_tokens):
+        token = AddedToken(spec.content, single_word=spec.single_word, lstrip=spec.lstrip, rstrip=spec.rstrip,
+                           normalized=spec.normalized, special=spec.special)
+        if spec.special:
+            tokenizer.add_special_tokens([token])
+        else:
+            tokenizer.add_tokens([token])
+        if tokenizer.token_to_id(spec.content) != spec.id:
+            raise ValueError(f"added token {spec.content!r} would get id {tokenizer.token_to_id(spec.content)} in "
+                             f"tokenizer.json instead of {spec.id}")
+    return tokenizer.to_str(pretty=True) + "\n"
+
+
+def vocab_from_strings(encoder: dict[str, int], literal_tokens: Sequence[str] = ()) -> dict[int, bytes]:
+    """GPT-2 `vocab.json` strings -> {id: bytes}; `literal_tokens` (special tokens) and entries that are not made of
+    byte-mapping characters are taken as their own UTF-8 text.
+
+    >>> vocab_from_strings({"a": 0, "Ġb": 1, "<|endoftext|>": 2, "\u00e9t\u00e9\u2019": 3})
+    {0: b'a', 1: b' b', 2: b'<|endoftext|>', 3: b'\\xc3\\xa9t\\xc3\\xa9\\xe2\\x80\\x99'}
+    """
+    table, literal = unicode_to_bytes(), set(literal_tokens)
+    return {token_id: (token.encode("utf-8") if token in literal or not all(char in table for char in token)
+                       else bytes(table[char] for char in token))
+            for token, token_id in encoder.items()}
+
+
+def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[tuple[bytes, bytes]]:
+    """GPT-2 merges given as `"Ġ t"` strings or `("Ġ", "t")` pairs -> byte pairs.
+
+    >>> merges_from_strings(["Ġ t", ("h", "e")])
+    [(b' ', b't'), (b'h', b'e')]
+    """
+    result = []
+    for index, merge in enumerate(merges):
+        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
+        if len(parts) != 2 or not all(isinstance(part, str) and part for part in parts):
+            raise InputError(f"{source}: merge {index} is {merge!r}, not two tokens")
+        try:
+            result.append((str_to_token(parts[0]), str_to_token(parts[1])))
+        except KeyError as error:
+            raise InputError(f"{source}: merge {index} ({merge!r}): character {error.args[0]!r} is not in the "
+                             f"GPT-2 byte mapping") from None
+    return result
+
+
+def read_tokenizers_json_model(path: Path) -> tuple[dict[str, int], list[tuple[bytes, bytes]], list[AddedTokenSpec]]:
+    """The BPE model of a `tokenizer.json`: (vocab strings -> ids, merges as bytes, added tokens)."""
+    content = read_json(path)
+    model = content.get("model") if isinstance(content, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+        raise InputError(f"{path}: expected a tokenizers BPE model")
+    added = [AddedTokenSpec(entry["id"], entry["content"], **{flag: bool(entry.get(flag, False)) for flag in
+                                                              ("special", "single_word", "lstrip", "rstrip",
+                                                               "normalized")})
+             for entry in content.get("added_tokens") or []]
+    return model["vocab"], merges_from_strings(model.get("merges") or [], str(path)), added
+
+
+def load_tokenizer_directory(directory: str | os.PathLike[str]
+                             ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[str]]:
+    """Read a saved directory back into (vocab, merges, special_tokens), checking that its files agree.
+
+    The special tokens are the added special tokens of `tokenizer_config.json`, in id order. Raises InputError naming
+    the file for a missing file, invalid JSON, a special token that is not in `vocab.json`, or a `vocab.json` /
+    `merges.txt` pair that differs from the model in `tokenizer.json`.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError(f"{directory}: not a directory")
+    for name in REQUIRED_FILES:
+        if not (directory / name).is_file():
+            raise InputError(f"{directory / name}: no such file (a saved tokenizer directory needs "
+                             f"{', '.join(REQUIRED_FILES)})")
+    vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
+    vocab = load_gpt2_vocab(vocab_path)
+    merges = load_gpt2_merges(merges_path)
+    vocab_strings = read_json(vocab_path)
+    special_tokens = _special_tokens_of(directory / "tokenizer_config.json", vocab_strings)
+    for special in special_tokens:
+        # vocab.json holds special tokens as plain text, which may look like byte-mapped text: read them as text.
+        # Tokens added after training (by `tok.add_tokens` + `save_pretrained`) follow the vocab.json ids.
+        token_id = vocab_strings[special] if special in vocab_strings else len(vocab)
+        vocab[token_id] = special.encode("utf-8")
+    _check_tokenizer_json(directory / "tokenizer.json", vocab_strings, merges_path, special_tokens)
+    return vocab, merges, special_tokens
+
+
+def _special_tokens_of(config_path: Path, vocab_strings: dict[str, int]) -> list[str]:
+    config = read_json(config_path)
+    if not isinstance(config, dict):
+        raise InputError(f"{config_path}: expected a JSON object")
+    added = config.get("added_tokens_decoder") or {}
+    if not isinstance(added, dict):
+        raise InputError(f"{config_path}: added_tokens_decoder must be an object mapping ids to tokens")
+    special_by_id: dict[int, str] = {}
+    for key, entry in added.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not key.isdigit():
+            raise InputError(f"{config_path}: added_tokens_decoder entry {key!r} is not an id with a token")
+        token = entry["content"]
+        if token not in vocab_strings:
+            if int(key) < len(vocab_strings):
+                raise InputError(f"{config_path}: added token {token!r} is not in vocab.json")
+            special_by_id[int(key)] = token  # added after training: matched before BPE, special or not
+            continue
+        if vocab_strings[token] != int(key):
+            raise InputError(f"{config_path}: added token {token!r} has id {key} but vocab.json gives it id "
+                             f"{vocab_strings[token]}")
+        if entry.get("special", False):
+            special_by_id[int(key)] = token
+    beyond = sorted(token_id for token_id in special_by_id if special_by_id[token_id] not in vocab_strings)
+    if beyond and beyond != list(range(len(vocab_strings), len(vocab_strings) + len(beyond))):
+        raise InputError(f"{config_path}: added tokens have ids {beyond}, which do not follow vocab.json's "
+                         f"{len(vocab_strings)} tokens")
+    added_contents = {token for token in special_by_id.values()}
+    named = [(name, config[name]) for name in ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
+                                                "cls_token", "mask_token") if config.get(name) is not None]
+    named += [("additional_special_tokens", token) for token in config.get("additional_special_tokens") or []]
+    for name, token in named:
+        if isinstance(token, dict):  # transformers 4 sometimes writes AddedToken objects
+            token = token.get("content")
+        if isinstance(token, str) and token in added_contents:
+            continue
+        if not isinstance(token, str) or token not in vocab_strings:
+            raise InputError(f"{config_path}: {name} {token!r} is not in vocab.json")
+        special_by_id.setdefault(vocab_strings[token], token)
+    return [special_by_id[token_id] for token_id in sorted(special_by_id)]
+
+
+def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_path: Path,
+                          special_tokens: list[str]) -> None:
+    content = read_json(path)
+    model = content.get("model") if isinstance(content, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "BPE":
+        raise InputError(f"{path}: expected a tokenizers BPE model")
+    model_vocab = model.get("vocab")
+    if model_vocab != expected_vocab:
+        if not isinstance(model_vocab, dict):
+            raise InputError(f"{path}: model.vocab is not an object")
+        differing = sorted(set(model_vocab.items()) ^ set(expected_vocab.items()), key=lambda item: item[1])
+        token, token_id = differing[0]
+        where = "tokenizer.json" if model_vocab.get(token) == token_id else "vocab.json"
+        raise InputError(f"{path}: model vocab differs from vocab.json ({len(model_vocab)} vs "
+                         f"{len(expected_vocab)} tokens; first difference: {token!r} -> {token_id} only in {where})")
+    merges_lines = [line for _, line in merges_file_lines(merges_path)]
+    model_merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in model.get("merges") or []]
+    if model_merges != merges_lines:
+        index = next((i for i, (a, b) in enumerate(zip(model_merges, merges_lines)) if a != b),
+                     min(len(model_merges), len(merges_lines)))
+        raise InputError(f"{path}: model merges differ from merges.txt ({len(model_merges)} vs {len(merges_lines)} "
+                         f"merges; first difference at merge {index + 1})")
+    added = [entry.get("content") for entry in content.get("added_tokens") or []
+             if entry.get("special") or entry.get("content") not in expected_vocab]
+    if sorted(added) != sorted(special_tokens):
+        raise InputError(f"{path}: added special tokens {added} differ from those of tokenizer_config.json "
+                         f"{special_tokens}")
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content; InputError naming the file and line for a missing, undecodable or invalid file."""
+    try:
+        return json.loads(read_small_text(path))
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+
+
+def _write_json(path: Path, content: Any) -> None:
+    write_text_atomically(path, json.dumps(content, ensure_ascii=False, indent=2) + "\n")
+

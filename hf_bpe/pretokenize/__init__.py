@@ -1,0 +1,25 @@
+"""Pre-tokenization: the pattern that cuts text into pre-tokens, and special tokens that cut it into documents.
+
+BPE merges never cross a pre-token's edge, so training counts distinct pre-tokens and encoding caches their ids.
+"""
+
+from hf_bpe.pretokenize.gpt2 import (
+                                     GPT2_ASCII_REGEX,
+                                     GPT2_PATTERN,
+                                     GPT2_REGEX,
+                                     SAFE_SPACE_REGEX,
+                                     UNICODE_VERSION,
+                                     WHITESPACE_CHARS,
+                                     PinnedGpt2Regex,
+                                     pretokenize,
+                                     safe_segments,
+                                     split_at_safe_spaces,
+                                     split_into_pieces,
+)
+from hf_bpe.pretokenize.special_tokens import SpecialTokenSplitter, replace_surrogates, validate_special_tokens
+
+__all__ = [
+    "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
+    "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "replace_surrogates", "safe_segments",
+    "split_at_safe_spaces", "split_into_pieces", "validate_special_tokens",
+]

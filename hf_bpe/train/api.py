@@ -1,0 +1,162 @@
+"""The public training functions: from files, from any iterable of texts, from pre-token counts.
+
+Each checks its arguments before any work, counts pre-tokens (`hf_bpe.train.count`) with the engine it is given
+(`hf_bpe.train.engines`), and runs the merge loop (`hf_bpe.train.merge_loop.merge_pairs`). Ids 0-255 are the bytes,
+then one id per merge, then the special tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import PathArg
+from hf_bpe.formats.gpt2 import str_to_token, unicode_to_bytes
+from hf_bpe.pretokenize import validate_special_tokens
+from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
+
+
+def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
+              *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
+              verbose: bool = False, engine: str = "local", ray_address: str | None = None) -> tuple[Vocab, Merges]:
+    """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
+
+    Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
+    `vocab_size` counts the 256 byte tokens, the merges and the special tokens; training stops early when no pair
+    is left to merge. `errors` is how undecodable bytes are treated ("strict" raises InputError naming the file and
+    byte offset, "replace" decodes them as U+FFFD). `progress=None` shows progress bars only on a terminal.
+
+    `engine="local"` counts pre-tokens in `num_workers` processes on this machine; `engine="ray"` counts them on the
+    Ray cluster at `ray_address` (None: a running cluster found by Ray, else a local one; the inputs must be paths
+    every node can read) and needs `pip install 'hf_bpe[ray]'`. Both give the same vocab and merges: the merge loop
+    always runs here.
+
+    >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])  # doctest: +SKIP
+    >>> vocab, merges = train_bpe("corpus.txt", 1000, engine="ray", ray_address="10.0.0.1:6379")  # doctest: +SKIP
+    """
+    specials = _check_arguments(vocab_size, special_tokens)
+    engine_used = counting_engine(engine, ray_address)
+    paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
+    start = time.perf_counter()
+    # The counts are never bound to a name here: they are freed as soon as the words are made from them.
+    words = _Words.of_counts(count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors,
+                                                      progress=progress, engine=engine_used))
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+
+
+def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
+                            num_workers: int | None = None, progress: bool | None = None, verbose: bool = False
+                            ) -> tuple[Vocab, Merges]:
+    """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document.
+
+    >>> vocab, merges = train_bpe_from_iterator(["low lower", "newest widest"], 258)
+    >>> merges
+    [(b'w', b'e'), (b's', b't')]
+    """
+    specials = _check_arguments(vocab_size, special_tokens)
+    start = time.perf_counter()
+    words = _Words.of_counts(count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress))
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+
+
+def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
+                          *, progress: bool | None = None, verbose: bool = False) -> tuple[Vocab, Merges]:
+    """Train on pre-token counts, e.g. from `hf_bpe.train.count.count_pretokens`: {pre-token bytes: occurrences}.
+
+    >>> train_bpe_from_counts({b"aaaa": 2, b"ab": 1}, 258)[1]
+    [(b'a', b'a'), (b'aa', b'aa')]
+    """
+    specials = _check_arguments(vocab_size, special_tokens)
+    _check_counts(counts, specials)
+    return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0)
+
+
+def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: bool | None,
+           verbose: bool, counting_seconds: float) -> tuple[Vocab, Merges]:
+    start = time.perf_counter()
+    distinct = words.distinct
+    id_merges = _merge(words, vocab_size - 256 - len(special_tokens), progress)
+    vocab: Vocab = {byte: bytes([byte]) for byte in range(256)}
+    merges: Merges = []
+    for left, right in id_merges:
+        merges.append((vocab[left], vocab[right]))
+        vocab[len(vocab)] = vocab[left] + vocab[right]
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    if verbose:
+        print(f"hf_bpe: {distinct:,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
+              f"{len(merges):,} merges in {time.perf_counter() - start:.2f} s, "
+              f"peak memory {_peak_memory_mb():,.0f} MB", file=sys.stderr)
+    return vocab, merges
+
+
+def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> list[str]:
+    if isinstance(special_tokens, str):
+        raise TypeError(f"special_tokens must be a sequence of str, not a str: use [{special_tokens!r}]")
+    specials = validate_special_tokens(special_tokens)
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}")
+    minimum = 256 + len(specials)
+    if vocab_size < minimum:
+        raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum} "
+                         f"(256 byte tokens + {len(specials)} special tokens)")
+    for token in specials:
+        _check_special_token_is_new(token)
+    return specials
+
+
+def _check_special_token_is_new(token: str) -> None:
+    """Refuse a special token that would share its bytes or its vocab.json text with a byte-level token.
+
+    A special token of several bytes can never equal a merged token: documents are split at every occurrence of
+    every special token, so no pre-token contains its bytes (UTF-8 is self-synchronizing: the bytes of a whole
+    character string occur in UTF-8 text only where the string itself occurs). Two cases remain:
+
+    >>> _check_special_token_is_new("a")
+    Traceback (most recent call last):
+    ...
+    hf_bpe.common.errors.InputError: special token 'a' is the single byte b'a', which is already token 97
+    >>> _check_special_token_is_new("Ġt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hf_bpe.common.errors.InputError: special token 'Ġt' reads as the byte-level token b' t' in vocab.json ...
+    >>> _check_special_token_is_new("<|endoftext|>")
+    """
+    encoded = token.encode("utf-8")
+    if len(encoded) == 1:
+        raise InputError(f"special token {token!r} is the single byte {encoded!r}, which is already token "
+                         f"{encoded[0]}")
+    if all(char in unicode_to_bytes() for char in token) and str_to_token(token) != encoded:
+        raise InputError(f"special token {token!r} reads as the byte-level token {str_to_token(token)!r} in "
+                         f"vocab.json (GPT-2's byte-to-character mapping), so the two could not be told apart: "
+                         f"choose another special token")
+
+
+def _check_counts(counts: Mapping[bytes, int], special_tokens: list[str]) -> None:
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping from pre-token bytes to counts, got {type(counts).__name__}")
+    special_bytes = [token.encode("utf-8") for token in special_tokens]
+    for token, count in counts.items():
+        if not isinstance(token, bytes):
+            raise TypeError(f"counts keys must be bytes, got {type(token).__name__}: {token!r}")
+        for special in special_bytes:
+            if special in token:  # counting splits documents at special tokens: these counts were made otherwise
+                raise InputError(f"pre-token {token!r} contains the special token {special.decode()!r}: merges could "
+                                 f"rebuild the special token's bytes (count with the same special tokens)")
+        if not isinstance(count, (int, np.integer)) or isinstance(count, bool):
+            raise TypeError(f"count of pre-token {token!r} must be an int, got {type(count).__name__}: {count!r}")
+        if count <= 0:
+            raise ValueError(f"count of pre-token {token!r} must be positive, got {count}")
+
+
+def _peak_memory_mb() -> float:
+    """Peak resident memory of this process and of its finished children (counting workers), in MB."""
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, kilobytes elsewhere

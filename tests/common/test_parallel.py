@@ -1,0 +1,199 @@
+"""Tests for hf_bpe.common.parallel: worker counts, the start method, the pool with per-worker state, progress bars."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from hf_bpe.common.parallel import (
+    default_num_workers,
+    multiprocessing_context,
+    process_pool,
+    progress_bar,
+    worker_state,
+)
+from tests import REPO
+
+
+def scaled(value: int) -> int:
+    return value * worker_state()["factor"]
+
+
+def run_script(tmp_path: Path, code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=timeout,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.fixture
+def running_thread() -> object:
+    """A second Python thread, alive for the test."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    yield thread
+    stop.set()
+    thread.join()
+
+
+def test_default_num_workers_follows_cpu_affinity() -> None:
+    if hasattr(os, "sched_getaffinity"):
+        assert default_num_workers() == len(os.sched_getaffinity(0))
+    else:
+        assert default_num_workers() == (os.cpu_count() or 1)
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="needs taskset")
+def test_default_num_workers_under_taskset_is_one() -> None:
+    code = "from hf_bpe.common.parallel import default_num_workers; print(default_num_workers())"
+    output = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=REPO).stdout
+    assert output.strip() == "1"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is chosen on Linux only")
+def test_fork_without_threads_and_spawn_with_a_running_thread() -> None:
+    code = """if True:
+        import threading, tqdm
+        from hf_bpe.common.parallel import multiprocessing_context as context
+        print(context().get_start_method())
+        with tqdm.tqdm(total=1, disable=True) as bar:  # starts tqdm's monitor thread, which outlives the bar
+            pass
+        print(threading.active_count(), context().get_start_method())
+    """
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    assert output.split() == ["fork", "2", "fork"]
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert multiprocessing_context().get_start_method() == "spawn"
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_progress_bar_starts_no_thread_and_is_hidden_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    threads = threading.active_count()
+    with progress_bar(None, total=10, desc="working") as bar:  # stderr is captured: not a terminal
+        bar.update(10)
+        assert threading.active_count() == threads
+    assert capsys.readouterr() == ("", "")
+    with progress_bar(True, total=10, desc="working") as bar:
+        bar.update(10)
+        assert threading.active_count() == threads
+    captured = capsys.readouterr()
+    assert captured.out == "" and "working" in captured.err and "10/10" in captured.err
+
+
+def test_pool_workers_get_their_state() -> None:
+    with process_pool(2, {"factor": 3}) as pool:
+        assert pool.map(scaled, range(10)) == [3 * i for i in range(10)]
+
+
+def test_pool_workers_get_their_state_with_spawn(running_thread: object) -> None:
+    assert multiprocessing_context().get_start_method() == "spawn"
+    with process_pool(2, {"factor": 5}) as pool:
+        assert pool.map(scaled, [1, 2]) == [5, 10]
+
+
+def test_pool_error_reaches_the_caller_and_pool_is_terminated() -> None:
+    with pytest.raises(KeyError, match="factor"):
+        with process_pool(1, {}) as pool:
+            pool.map(scaled, [1])
+    assert not pool._pool or all(not worker.is_alive() for worker in pool._pool)
+
+
+def test_worker_state_outside_a_worker_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="outside a process_pool worker"):
+        worker_state()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is chosen on Linux only")
+def test_script_without_main_guard_trains_with_worker_processes(tmp_path: Path) -> None:
+    # 3 MB of text is several chunks, so num_workers=2 starts worker processes; with "spawn" each would re-run this
+    # unguarded script and die. The body's marker line must be printed once: by the script, not by workers.
+    code = """
+        import random
+        from hf_bpe.common.parallel import process_pool
+        from hf_bpe.train.api import train_bpe
+        print("body ran", flush=True)
+        rng = random.Random(0)
+        words = ["alpha", "beta", "gamma", "it's", "naïve", "42", "\\n"]
+        with open("corpus.txt", "w", encoding="utf-8") as file:
+            file.write(" ".join(rng.choice(words) for _ in range(500_000)))
+        vocab, merges = train_bpe("corpus.txt", 300, ["<|endoftext|>"], num_workers=2, progress=False)
+        with process_pool(2, None) as pool:
+            assert pool.map(abs, [-1, -2]) == [1, 2]
+        print(len(vocab), len(merges))
+    """
+    result = run_script(tmp_path, code)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "body ran" and lines.count("body ran") == 1 and len(lines) == 2
+
+
+@pytest.mark.skipif("forkserver" not in __import__("multiprocessing").get_all_start_methods(), reason="no forkserver")
+def test_forkserver_runs_the_body_of_an_unguarded_script_again(tmp_path: Path) -> None:
+    # Why multiprocessing_context() never picks "forkserver" for scripts: its server imports the main script (here a
+    # guarded one, so the pool still works), running any unguarded code in it again.
+    code = """
+        import multiprocessing
+        print("body ran", flush=True)
+        if __name__ == "__main__":
+            with multiprocessing.get_context("forkserver").Pool(1) as pool:
+                print(pool.map(abs, [-1]), flush=True)
+    """
+    result = run_script(tmp_path, code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("body ran") >= 2 and "[1]" in result.stdout
+
+
+@pytest.mark.parametrize("work", ["count", "pool"])
+def test_ctrl_c_stops_the_workers_with_one_interrupt_in_the_parent_only(tmp_path: Path, work: str) -> None:
+    import signal
+    import time
+
+    code = f"""
+        import sys, time
+        from hf_bpe.train.count import count_pretokens_in_iterator
+        from hf_bpe.common.parallel import process_pool
+        def texts():
+            print("started", flush=True)
+            while True:
+                yield "some text, it's long enough " * 2000
+        try:
+            if {work!r} == "count":
+                count_pretokens_in_iterator(texts(), num_workers=2, progress=False)
+            else:
+                with process_pool(2, None) as pool:
+                    print("started", flush=True)
+                    pool.map(time.sleep, [60, 60])
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+    """
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(code))
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True)
+    assert child.stdout is not None
+    assert child.stdout.readline() == "started\n"
+    time.sleep(2)  # the workers are running
+    os.killpg(child.pid, signal.SIGINT)  # as Ctrl-C in a terminal: to the whole process group
+    try:
+        stdout, stderr = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # a hang: leave no process behind
+        child.communicate()
+        raise
+    assert child.returncode == 130 and stdout == "interrupted\n"
+    assert "KeyboardInterrupt" not in stderr and "Traceback" not in stderr, stderr
