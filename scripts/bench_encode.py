@@ -1,21 +1,21 @@
 """Benchmark hf_bpe's Tokenizer.encode against tiktoken and HF tokenizers on real corpora.
 
-    python scripts/bench_encode.py /work/shared/corpora/en_pydocs.txt /work/shared/corpora/multi_manpages.txt \\
-        --vocab tests/fixtures/gpt2_vocab.json --merges tests/fixtures/gpt2_merges.txt --repeats 3
+    python scripts/bench_encode.py $SHARED/corpora/en_pydocs.txt $SHARED/corpora/multi_manpages.txt \\
+        --vocab tests/fixtures/gpt2_vocab.json --merges tests/fixtures/gpt2_merges.txt --repeats 3 --json results.json
 
 Each repeat runs every contender once on the same text, in alternating order, so that noise from other processes
 hits all of them alike; the table shows medians and the ratios hf_bpe / competitor (above 1 means hf_bpe is faster).
 "cold" is the first encode of a fresh Tokenizer (empty caches, construction not timed), "warm" a second pass.
 The ids of all contenders are checked to be equal.
 
---single-pass runs the protocol of issue 9 instead: the corpora are read once, as one stream of documents split at
+--single-pass runs the one-pass protocol instead: the corpora are read once, as one stream of documents split at
 <|endoftext|>; a fresh Tokenizer encodes them with `encode_batch(docs, num_workers=1)` per 1,000 documents, and
 tiktoken (built from the same files) with `encode_ordinary` per document. Both encode each group of 1,000
 documents in turn (alternating which goes first), so that other processes slow both alike; the ids are compared.
 It reports MB/s and the ratio tiktoken time / hf_bpe time for the first and the second half of the bytes, wall
 clock and CPU time (the machine may be shared), and the peak RSS and encoder cache size:
 
-    python scripts/bench_encode.py --single-pass /work/shared/corpora/*.txt
+    python scripts/bench_encode.py --single-pass $SHARED/corpora/*.txt
 
 --profile (with --single-pass) also runs hf_bpe's calls under cProfile and prints where its time goes (the
 profiler adds its own cost to each Python-level call, so the ratios of that run are not the ones to quote).
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import tiktoken
 import tokenizers
+from bench_results import append_result
 
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2
@@ -60,7 +61,8 @@ def timed(function: Callable[[], list[int]]) -> tuple[float, list[int]]:
     return time.perf_counter() - start, ids
 
 
-def bench_corpus(path: Path, vocab_path: Path, merges_path: Path, repeats: int, workers: int) -> None:
+def bench_corpus(path: Path, vocab_path: Path, merges_path: Path, repeats: int, workers: int,
+                 json_path: Path | None = None) -> None:
     text = path.read_text(encoding="utf-8")
     megabytes = len(text.encode("utf-8")) / 1e6
     documents = [document + EOT for document in text.split(EOT)]
@@ -109,6 +111,9 @@ def bench_corpus(path: Path, vocab_path: Path, merges_path: Path, repeats: int, 
     for ours in ("hf_bpe cold", "hf_bpe warm"):
         for theirs in ("tiktoken", "hf tokenizers batch"):
             print(f"  {ours} vs {theirs}: {medians[theirs] / medians[ours]:.2f}x")
+    for name, seconds in medians.items():
+        append_result(json_path, "encode", corpus=path.name, corpus_bytes=int(megabytes * 1e6), contender=name,
+                      seconds=seconds, megabytes_per_second=megabytes / seconds, repeats=repeats)
     if workers > 1:
         ours, theirs = f"hf_bpe encode_batch x{workers}", f"tiktoken encode_batch x{workers}"
         print(f"  {ours} vs {theirs}: {medians[theirs] / medians[ours]:.2f}x")
@@ -132,7 +137,7 @@ def rss_megabytes() -> float:
 
 
 def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: int, cache_megabytes: int,
-                profile: bool = False) -> None:
+                profile: bool = False, json_path: Path | None = None) -> None:
     total_bytes = sum(path.stat().st_size for path in paths)
     encoding = build_tiktoken(vocab_path, merges_path)
     tokenizer = Tokenizer.from_files(vocab_path, merges_path, special_tokens=[EOT],
@@ -187,6 +192,11 @@ def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: i
           f"ratio {sum(w[1] for w in wall) / sum(w[0] for w in wall):.2f}x "
           f"wall ({sum(c[1] for c in cpu) / sum(c[0] for c in cpu):.2f}x cpu)")
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    append_result(json_path, "encode_single_pass", corpus=names, corpus_bytes=total_bytes,
+                  halves=[{"bytes": half_bytes[half], "hf_bpe_seconds": wall[half][0],
+                           "tiktoken_seconds": wall[half][1]} for half in (0, 1)],
+                  ratio=sum(w[1] for w in wall) / sum(w[0] for w in wall), peak_rss_mb=peak_rss,
+                  cache_mib=tokenizer.cache_size() / 2**20)
     print(f"  RSS before the pass {rss_before:.0f} MB, peak during it {peak_rss:.0f} MB (ru_maxrss {maxrss:.0f} MB); "
           f"encoder cache {tokenizer.cache_size() / 2**20:.0f} MiB")
     if profiler is not None:
@@ -205,13 +215,14 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=1000, help="documents per encode_batch call (--single-pass)")
     parser.add_argument("--cache-mb", type=int, default=256, help="Tokenizer cache_bytes in MiB (--single-pass)")
     parser.add_argument("--profile", action="store_true", help="profile hf_bpe's calls with cProfile (--single-pass)")
+    parser.add_argument("--json", type=Path, help="append the results to this JSON file (scripts/bench_results.py)")
     arguments = parser.parse_args()
     if arguments.single_pass:
         single_pass(arguments.corpora, arguments.vocab, arguments.merges, arguments.group, arguments.cache_mb,
-                    arguments.profile)
+                    arguments.profile, arguments.json)
         return
     for path in arguments.corpora:
-        bench_corpus(path, arguments.vocab, arguments.merges, arguments.repeats, arguments.workers)
+        bench_corpus(path, arguments.vocab, arguments.merges, arguments.repeats, arguments.workers, arguments.json)
 
 
 if __name__ == "__main__":

@@ -194,12 +194,15 @@ def balanced_row_ranges(sizes: Sequence[int], num_proc: int, max_rows: int, max_
                         stripes: int = STRIPES_PER_PROCESS) -> list[tuple[int, int]]:
     """Row ranges [start, stop) covering all rows, for `Dataset.map(num_proc=num_proc)` to encode one range per call.
 
-    The rows are cut into `num_proc` x `stripes` stripes of about equal bytes, each stripe into ranges of at most
-    `max_rows` rows and `max_bytes` bytes (a longer row alone). Process p gets stripes p, p + num_proc, ..., padded with
-    empty ranges to the same count for all: map shards its input into `num_proc` contiguous parts of equal counts, so
-    each process gets equal bytes of text, drawn from all over the corpus. (Equal counts of rows gave one process 79%
-    of the first 300 MB of the Linux corpus; equal bytes in one run each left the register headers to one process.)
-    The ranges of a process are in dataset order; sorted, all ranges are consecutive.
+    The plan: the rows are cut into `num_proc` x `stripes` stripes of about equal bytes, each stripe into ranges of at
+    most `max_rows` rows and `max_bytes` bytes (a longer row alone). Process p gets stripes p, p + num_proc, ..., so
+    each process gets equal bytes drawn from all over the corpus (equal row counts can leave most of the bytes to
+    one process when long documents cluster).
+
+    The invariant: the list has the same number k of entries per process, process p's being entries [p k, (p + 1) k)
+    (empty ranges `(len(sizes), len(sizes))` pad the shorter runs), which is how `map` shards its input into
+    `num_proc` contiguous parts of equal counts; and the non-empty ranges, sorted by start, tile [0, len(sizes))
+    exactly once, so joining the ranges' id files in that order gives the ids in dataset order.
 
     >>> balanced_row_ranges([5, 1, 1, 1, 1, 1], 2, max_rows=2, max_bytes=10, stripes=1)
     [(0, 1), (6, 6), (6, 6), (1, 3), (3, 5), (5, 6)]

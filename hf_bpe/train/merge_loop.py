@@ -10,14 +10,14 @@ The merge loop follows the classic incremental algorithm (as in HF tokenizers' B
   occurrence, so counts are updated from that neighbourhood alone, never by rescanning.
 * `pair_words` is an inverted index pair -> words that may contain it. Entries are never removed: a word whose pair
   has since been merged away is skipped by a cheap `str.find`.
-* Memory is what bounds training on big corpora (issue 9): the merge loop holds every distinct pair ever made, about
-  one per distinct pre-token. So the counts are freed once the words are made (`_Words`), the byte pairs are counted
-  in blocks (`_count_byte_pairs`), a pair's index entries are int32 arrays, an `array('i')`, or a bare int when the
-  pair is in one word, and the buckets hold bare pairs (see `_BucketQueue`).
+* Memory is what bounds training on big corpora: the merge loop holds every distinct pair ever made, about one per
+  distinct pre-token. So the counts are freed once the words are made (`_Words`), the byte pairs are counted in blocks
+  (`_count_byte_pairs`), a pair's index entries take one of three compact forms (`PairIndexEntry`, see `_Corpus`),
+  and the buckets hold bare pairs (see `_BucketQueue`).
 * Long words (`LONG_WORD_LENGTH` bytes or more: minified code, base64, text without spaces) would make each merge cost
   their whole length in `str.find`/`str.replace`. They are kept as doubly linked positions with their own index
   pair -> positions (as HF tokenizers' `Word`), so a merge costs them time in proportion to the occurrences it merges
-  and training stays linear in their length (24 MB of letters without a space, vocab 300: 23 s).
+  and training stays linear in their length.
 * The best pair comes from frequency buckets (`_BucketQueue`): count -> the pairs with that count, visited from the
   highest count down, which works because the top count never rises (a pair created by a merge never counts more
   than the merged pair). Only the top bucket is kept in order. A lazy max-heap over all pairs (`_LazyHeap`) is the
@@ -58,6 +58,8 @@ _REVERSE_BYTES = bytes(range(255, -1, -1))
 DEFAULT_QUEUE = "buckets"  # the merge loop's priority structure, see QUEUES
 # Words at least this long are merged through linked positions (`_LongWord`) rather than `str.replace`.
 LONG_WORD_LENGTH = 256
+# The index entries of one pair in `_Corpus.pair_words` (the three forms are described there).
+PairIndexEntry = np.ndarray | array | int
 # `_count_byte_pairs` handles the words in blocks of about this many bytes.
 BYTE_PAIR_BLOCK = 1 << 20
 
@@ -140,9 +142,21 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
 class _Corpus:
     """The distinct words with their frequencies, the pair counts, and the inverted index pair -> words.
 
-    Words of at least `long_word_length` bytes are kept apart as `_LongWord`s (linked positions), so that a merge
-    costs them time in proportion to the occurrences it merges, not to their length.
+    The index `pair_words` maps a pair to the indices of the (short) words that may contain it, ascending, in one of
+    three forms (`PairIndexEntry`), chosen to keep the ~one pair per distinct pre-token small:
+
+    - an int32 numpy array, for the byte pairs counted at the start (`_count_byte_pairs`);
+    - an `array('i')`, for a pair a merge created in several words;
+    - a bare int, for a pair a merge created in one word (most of them).
+
+    The invariant: every short word that contains a pair is listed under it (an entry may be stale, its word having
+    lost the pair since, and is then skipped by `str.find`; but none is ever missing). `merge` pops the pair's entry,
+    so a merged pair is never visited again. Words of at least `long_word_length` bytes are kept apart as
+    `_LongWord`s (linked positions, with their own index), so a merge costs them time in proportion to the
+    occurrences it merges, not to their length.
     """
+
+    pair_words: dict[str, PairIndexEntry]
 
     def __init__(self, words: _Words, long_word_length: int = LONG_WORD_LENGTH) -> None:
         self.words, self.frequencies = words.words, words.frequencies
