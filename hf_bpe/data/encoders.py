@@ -58,7 +58,7 @@ class HFBPEEncoder:
         return cls(vocab, merges, special_tokens if allow_special else ())
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
-        # uint32 arrays: the ids never become Python ints (0.3-0.7 s less per 12 MB of Linux code than lists).
+        # uint32 arrays: the ids never become Python ints, which cost more time than the encoding of code text.
         return self._tokenizer().encode_batch_to_numpy(texts, num_workers=1)
 
     def encode_to_arrays(self, pieces: Iterable[str], dtype: np.dtype) -> Iterator[np.ndarray]:
@@ -75,8 +75,8 @@ class HFBPEEncoder:
         return self.tokenizer
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        # map sends its function to the workers with dill, a pure-Python pickler that needs ~0.5 s for a 50k-token
-        # vocab; the C pickler needs milliseconds, so dill only sees the bytes it made.
+        # map sends its function to the workers with dill, a pure-Python pickler that is slow on a large vocab;
+        # the C pickler is fast, so dill only sees the bytes it made.
         state = pickle.dumps((self.vocab, self.merges, self.special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
         return _unpickle_encoder, (state,)
 
@@ -191,7 +191,8 @@ class BatchFlattener:
         yield np.fromiter(chain.from_iterable(ids_per_text), dtype=self.dtype)
 
     def _encode_long(self, pieces: Iterable[str]) -> Iterator[np.ndarray]:
-        """One long document (the Linux sources hold a 24 MB one): its ids as a list would take ~36 bytes each."""
+        """One long document (source trees hold documents of tens of MB): its ids as a list would take ~36 bytes
+        each."""
         encode_to_arrays = getattr(self.encoder, "encode_to_arrays", None)
         if encode_to_arrays is None:
             yield from self._encode_group(["".join(pieces)])

@@ -136,8 +136,8 @@ class IdsToFiles:
 
     The ids never pass through `datasets`: returned as a column, a batch's ids were copied three times (the
     concatenated array, the arrow array, the arrow writer's buffer) while the batch's texts were held as Python
-    strings, so a map worker's memory grew with the text of a whole batch (409 MB for one batch of 1,000 Linux
-    documents, 2.3-2.9 GB of worker). The texts are read as arrow, so only one group of them is ever Python.
+    strings, so a map worker's memory grew with the text of a whole batch, several times over. The texts are read as
+    arrow, so only one group of them is ever Python.
     """
 
     def __init__(self, flatten: BatchFlattener, directory: Path, texts: Any) -> None:
@@ -185,8 +185,8 @@ class IdsToFiles:
 
 
 # Each map process gets this many stripes of the corpus, spread over it, so that it sees the same mix of text as the
-# others: the Linux corpus ends with 300 MB of GPU register headers, whose long documents encode at another speed
-# than the rest of the C sources.
+# others: a corpus may end with a different kind of text (a source tree's generated headers, say) that encodes at
+# another speed than the rest.
 STRIPES_PER_PROCESS = 16
 
 
@@ -308,8 +308,8 @@ NO_KERNEL_COPY = (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL)
 
 
 def _copy_span(source: BinaryIO, start: int, stop: int, target: BinaryIO, bar: Any) -> None:
-    """Append bytes [start, stop) of `source` to `target`: in the kernel where it can (copy_file_range; 0.2-0.5 s
-    instead of 1.4 s for 600 MB here), else through a buffer of COPY_BYTES."""
+    """Append bytes [start, stop) of `source` to `target`: in the kernel where it can (copy_file_range, which never
+    copies the bytes through user space), else through a buffer of COPY_BYTES."""
     target.flush()
     kernel_copy = getattr(os, "copy_file_range", None)
     while kernel_copy is not None and start < stop:

@@ -1,10 +1,10 @@
 """Merge kernels: apply the merges of a byte-level BPE to the bytes of pre-tokens, lowest rank first.
 
 Every kernel gives the result of the plain algorithm (repeatedly merge the adjacent pair of lowest rank, the leftmost
-one among equal ranks); tests/test_merge.py checks each against a plain reference merge.
+one among equal ranks); tests/encode/test_merge_kernels.py checks each against a plain reference merge.
 
-Performance notes (GPT-2 vocab, one core of this project's 2-core machine, CPU time, distinct pre-tokens of the
-shared corpora: 8.5 bytes on average, 24 on multi_manpages):
+Performance notes (decisions and rejected options; the distinct pre-tokens of real text are short, 8-24 bytes on
+average):
 
 * `merge_by_scanning` (pre-tokens of at most `MAX_SCAN_MERGE_LENGTH` = 24 bytes): each step finds the lowest rank with
   C-level `min` and `list.index` over a list of pair ranks and updates only the two ranks next to the merge. It is
@@ -22,29 +22,18 @@ shared corpora: 8.5 bytes on average, 24 on multi_manpages):
   the arrays are compacted, finished words taken out, only when holes and finished words fill half of them. The
   first ranks come from a 65,536-entry table of byte pairs. Each word's ids are cut as bytes straight from the
   arrays, for the encoder's cache, with no int object or tuple per id.
-  `python scripts/bench_merge.py /work/shared/corpora/*.txt` and `... /work/corpora/linux_300mb.txt --megabytes 100`
-  (all distinct pre-tokens in first-seen order, CPU us per pre-token, batches of 4,096 / 1,024, against the kernel
-  of commit a689147 in the same run, machine shared), old -> tuples -> packed bytes: en_gcide 2.64 ->
-  1.74 -> 1.52 / 3.68 -> 2.31 -> 2.04, en_pydocs 5.04 -> 2.57 -> 2.25 / 9.20 -> 3.50 -> 3.12, multi_manpages
-  (24 bytes per pre-token) 7.76 -> 3.38 -> 3.00 / 9.98 -> 4.18 -> 3.80, Linux code 4.69 -> 2.35 -> 1.95 / 7.20 ->
-  3.13 -> 2.71; over the three shared corpora 4.7 -> 2.4 -> 2.1 us (the tuples were this kernel's results
-  before the encoder's cache kept packed ids; they are gone). About half of the gain is a fix: the monotone
-  check looked at reordered ranks, so GPT-2's merges ran one occurrence per word and step. The scalar path
-  (`merge_ids` per word, then packing) takes 8-10 us per pre-token; merge_batch_packed breaks even with it at
-  about 64 words and is 15-25% faster at 96. Batches of 4,096, 8,192 and 16,384 words cost about the same per word
-  (within the noise of the shared machine; 16,384 were 5-20% slower on multi_manpages, and cutting them into parts
-  of 2^17-2^19 bytes did not help).
-  Where the time goes (en_gcide, multi_manpages): the pair lookups (about 12 per pre-token, a third of them next to
-  a separator) a quarter, the reduceat, the candidates and the compactions most of the rest, the results a tenth.
-  Measured and dropped: a row-displacement table (one probe, no loop, but seconds to build), a dense table for ids
-  below 1,024-2,048 with the hash behind it, hash loads of 1/4 and 1/16, keys packed with ranks (all within 10% of
-  this hash table: a lookup costs its numpy passes, not its probes); finishing the last words (up to 250-1,000
-  positions) with the scalar kernels; taking finished words out at other shares (within noise); building result
-  tuples by zipping id columns per result length (faster on en_gcide, slower on multi_manpages). Pre-merging the
-  vocab's own tokens cannot pay: the encoder merges each distinct pre-token once, so it would merge as many words
-  as it saves.
-* int32: ids and ranks are int32 when they fit (always for real vocabs): in a micro-benchmark, boolean compaction
-  of int32 arrays ran 4x faster than of int64 ones.
+  `scripts/bench_merge.py` times it per pre-token against the scalar path (figures: docs/benchmarks.md, "Merge
+  kernels"). The scalar path (`merge_ids` per word, then packing) costs more per pre-token, and the batch breaks
+  even with it at a few dozen words, hence `MIN_BATCH_MERGE`. Larger batches cost about the same per word.
+  Where the time goes: the pair lookups (about 12 per pre-token, a third of them next to a separator) a quarter, the
+  reduceat, the candidates and the compactions most of the rest, the results a tenth.
+  Measured and dropped: a row-displacement table (one probe, no loop, but seconds to build); a dense table for small
+  ids with the hash behind it; other hash loads; keys packed with ranks (a lookup costs its numpy passes, not its
+  probes); finishing the last words with the scalar kernels; taking finished words out at other shares; building
+  result tuples by zipping id columns per result length. Pre-merging the vocab's own tokens cannot pay: the encoder
+  merges each distinct pre-token once, so it would merge as many words as it saves.
+* int32: ids and ranks are int32 when they fit (always for real vocabs): boolean compaction of int32 arrays is much
+  faster than of int64 ones.
 """
 
 from __future__ import annotations
@@ -190,7 +179,7 @@ class BatchTables:
 
     def _build_hash_table(self, keys: np.ndarray, ranks: np.ndarray) -> None:
         """An open-addressing hash table of the pair keys (linear probing, load <= 1/8): one or two random reads per
-        lookup instead of a binary search's 16 (1.8x faster lookups on the GPT-2 merges). A run of probes ends at an
+        lookup instead of a binary search's 16. A run of probes ends at an
         empty slot (key -1); the table has room past its last slot for probes that run off the end."""
         self.hash_bits = max(4, (8 * len(keys)).bit_length())
         slots = _hash_slots(keys, self.hash_bits)
@@ -319,7 +308,7 @@ def _word_bounds(done: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple
     """Where each word's ids begin and end (before its separator) in the concatenated segments, in word order."""
     numbers = np.concatenate([numbers for _, numbers, _ in done])
     lengths = np.concatenate([lengths for _, _, lengths in done])
-    order = np.argsort(numbers, kind="stable")  # a radix sort for ints: 2x faster than the default here
+    order = np.argsort(numbers, kind="stable")  # a radix sort for ints, faster than the default
     ends = np.cumsum(lengths)[order] - 1
     return ends - lengths[order] + 1, ends
 

@@ -19,9 +19,8 @@ How it is fast (each step is differential-tested against that reference in tests
 Memory is bounded by the table of distinct pre-tokens, not by the corpus: distinct pieces outnumber distinct
 pre-tokens 2.4-3.5x on real corpora and keep growing with the corpus, so when a worker's piece table passes
 `MAX_PIECES` entries it is converted to pre-token counts (`PieceCounter.flush`), which the worker hands to the parent
-at once. The parent holds one pre-token table and the one being added to it. On 300 MB and 1.2 GB of the Linux
-corpus (2 workers, `scripts/bench_count.py`), the peak RSS of the whole process tree went from 1.18 and 5.2 GB to
-0.35 and 0.40 GB.
+at once. The parent holds one pre-token table and the one being added to it (`scripts/bench_count.py` measures the
+process tree's peak).
 
 Counting engines. The work is a list of *tasks* (a file chunk `(path, start, end)`, or a batch of texts) and a
 picklable `run(counter, task)` that adds one task's text to a `PieceCounter` and returns its size for the progress
@@ -184,11 +183,8 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
     counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `_batches`).
-    `engine` counts the batches elsewhere (see the module docstring). Measured with `train_bpe_from_iterator` on the
-    Linux corpus as a streaming `datasets.IterableDataset` of JSON lines (one document per row, up to 24 MB), 2
-    workers: the process tree peaks at 907 MB RSS / 620 MB PSS for 300 MB and 1,009 / 765 MB for 1.22 GB; most of it
-    is `datasets` (167 MB to import it; iterating the stream alone peaks at 384 and 482 MB), whose pages the forked
-    workers share.
+    `engine` counts the batches elsewhere (see the module docstring). Over a streaming dataset, most of the memory is
+    `datasets`' own, whose pages the forked workers share (docs/benchmarks.md, "Streaming from a dataset").
     """
     check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)

@@ -90,11 +90,9 @@ class PieceCounter:
     def _pretokens_of_pieces(self) -> Counter[str]:
         """The pre-token counts of the piece table: each distinct piece pre-tokenized once, with stdlib `re` when ASCII.
 
-        One route for every piece. Grouping pieces by count and pre-tokenizing each group with one regex call on its
-        concatenation (joined with "\\n" separators whose counts were subtracted again) measured no faster: 2.30-2.95 s
-        of conversion against 2.41-2.63 s for this loop, 7.3-8.7 s against 7.8-8.7 s of counting in all (CPU, 72 MB of
-        ../shared/corpora, one process, 3 rounds alternating on a shared machine), and its long lists of pre-tokens
-        doubled the memory a conversion needs.
+        One route for every piece. Rejected: grouping pieces by count and pre-tokenizing each group with one regex
+        call on its concatenation (joined with "\\n" separators whose counts were subtracted again) measured no
+        faster, and its long lists of pre-tokens doubled the memory a conversion needs.
         """
         counts: Counter[str] = Counter()
         ascii_findall, findall = GPT2_ASCII_REGEX.findall, GPT2_REGEX.findall
