@@ -144,8 +144,7 @@ class IdsToFiles:
         self.flatten, self.directory, self.texts = flatten, directory, texts.with_format("arrow")
         # A dataset memory-mapped from arrow files pickles as their names, and unpickled it maps them anew. Reading
         # each range through such a copy unmaps the pages read once the range is done: through one long-lived map,
-        # every page a worker has read stays in its RSS (file-backed pages, but growing with the corpus: 1.1 GB over
-        # two workers on the Linux corpus).
+        # every page a worker has read stays in its RSS (file-backed pages, but growing with the corpus).
         state = pickle.dumps(self.texts, protocol=pickle.HIGHEST_PROTOCOL)
         self._texts_to_map_anew = state if len(state) <= MAPPED_DATASET_PICKLE_BYTES else None
         self._file: BinaryIO | None = None
