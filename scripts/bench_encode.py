@@ -137,11 +137,21 @@ def rss_megabytes() -> float:
 
 
 def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: int, cache_megabytes: int,
-                profile: bool = False, json_path: Path | None = None) -> None:
+                profile: bool = False, json_path: Path | None = None, tiktoken_file: Path | None = None,
+                pattern: str | None = None) -> None:
     total_bytes = sum(path.stat().st_size for path in paths)
-    encoding = build_tiktoken(vocab_path, merges_path)
-    tokenizer = Tokenizer.from_files(vocab_path, merges_path, special_tokens=[EOT],
-                                     cache_bytes=cache_megabytes << 20)
+    if tiktoken_file is None:
+        encoding = build_tiktoken(vocab_path, merges_path)
+        tokenizer = Tokenizer.from_files(vocab_path, merges_path, special_tokens=[EOT],
+                                         cache_bytes=cache_megabytes << 20)
+    else:  # both read the same .tiktoken file, with the same pattern
+        from tiktoken.load import load_tiktoken_bpe
+
+        from hf_bpe.pretokenize import resolve_pattern
+
+        encoding = tiktoken.Encoding("bench", pat_str=resolve_pattern(pattern),
+                                     mergeable_ranks=load_tiktoken_bpe(str(tiktoken_file)), special_tokens={})
+        tokenizer = Tokenizer.from_tiktoken(tiktoken_file, pattern=pattern, cache_bytes=cache_megabytes << 20)
     rss_before = rss_megabytes()
     peak_rss = rss_before
     # [half][contender] -> wall seconds, cpu seconds; bytes per half
@@ -193,6 +203,7 @@ def single_pass(paths: list[Path], vocab_path: Path, merges_path: Path, group: i
           f"wall ({sum(c[1] for c in cpu) / sum(c[0] for c in cpu):.2f}x cpu)")
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     append_result(json_path, "encode_single_pass", corpus=names, corpus_bytes=total_bytes,
+                  vocab=str(tiktoken_file or vocab_path), pattern=pattern or "gpt2",
                   halves=[{"bytes": half_bytes[half], "hf_bpe_seconds": wall[half][0],
                            "tiktoken_seconds": wall[half][1]} for half in (0, 1)],
                   ratio=sum(w[1] for w in wall) / sum(w[0] for w in wall), peak_rss_mb=peak_rss,
@@ -216,10 +227,14 @@ def main() -> None:
     parser.add_argument("--cache-mb", type=int, default=256, help="Tokenizer cache_bytes in MiB (--single-pass)")
     parser.add_argument("--profile", action="store_true", help="profile hf_bpe's calls with cProfile (--single-pass)")
     parser.add_argument("--json", type=Path, help="append the results to this JSON file (scripts/bench_results.py)")
+    parser.add_argument("--tiktoken", type=Path, metavar="FILE",
+                        help="--single-pass with this .tiktoken file for both (e.g. cl100k_base.tiktoken) instead of "
+                             "--vocab/--merges")
+    parser.add_argument("--pattern", help="the pattern with --tiktoken: a preset name (cl100k, o200k, ...) or regex")
     arguments = parser.parse_args()
     if arguments.single_pass:
         single_pass(arguments.corpora, arguments.vocab, arguments.merges, arguments.group, arguments.cache_mb,
-                    arguments.profile, arguments.json)
+                    arguments.profile, arguments.json, arguments.tiktoken, arguments.pattern)
         return
     for path in arguments.corpora:
         bench_corpus(path, arguments.vocab, arguments.merges, arguments.repeats, arguments.workers, arguments.json)

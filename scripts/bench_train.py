@@ -1,6 +1,8 @@
-"""Benchmark hf_bpe's `train_bpe` against HF tokenizers' BpeTrainer, and the merge loop's two priority queues.
+"""Benchmark hf_bpe's `train_bpe` against HF tokenizers' BpeTrainer, rustbpe and bpeasy, and the merge loop's variants.
 
     python scripts/bench_train.py /work/shared/corpora/*.txt --vocab-size 10000 --repeats 3
+    python scripts/bench_train.py $SHARED/corpora/multi_manpages.txt --vocab-size 32000 --repeats 3 \
+        --tools hf_bpe rustbpe hf_tokenizers bpeasy --json train.json
     python scripts/bench_train.py /work/corpora/linux_code.txt --vocab-size 32000 --repeats 1 --queues
     python scripts/bench_train.py /work/corpora/linux_x4.txt --vocab-size 32000 --repeats 1 --tools hf_bpe
     python scripts/bench_train.py /work/corpora/linux_code.jsonl --vocab-size 32000 --repeats 1 --tools hf_bpe_stream
@@ -14,10 +16,24 @@ alternates between repeats, so that load from other processes on the machine hit
 the overlap of the two tools' first 1000 merges (HF breaks ties between equally frequent pairs differently, and does
 not split documents at special tokens while training, so the merges are not identical).
 
+`rustbpe` (nanochat's Rust trainer, `rustbpe.Tokenizer().train_from_iterator`) and `bpeasy` (`bpeasy.train_bpe`)
+are benchmark-only: `pip install rustbpe bpeasy`, never a dependency of hf_bpe. Neither knows special tokens, so each
+gets the documents split at `<|endoftext|>` (read from the files inside the timed call, as HF reads its files) and
+`vocab_size - 1` (the vocab counts the 256 bytes; the special token would be the last id, as nanochat adds it), so
+all tools make the same number of merges. Their merges are compared with hf_bpe's as the first merged tokens.
+
+`--pattern NAME_OR_REGEX` trains every tool with another pre-tokenization pattern than GPT-2's (a preset name of
+`hf_bpe.PATTERNS` or regex text): hf_bpe gets it as `pattern=`, HF as a Split pre-tokenizer (in the `tokenizers`
+spelling, `hf_bpe.pretokenize.patterns.tokenizers_pattern`) then ByteLevel without its own regex, rustbpe and bpeasy
+as their pattern argument; without it HF keeps its ByteLevel pre-tokenizer, which is GPT-2's pattern. `--json FILE`
+appends one record per tool and run (`bench_results.append_result`, kind "train").
+
 `--queues` also counts the corpus once in another child and times hf_bpe's merge loop alone with each priority
-structure (`queue="buckets"`, frequency buckets, and `queue="heap"`, the lazy max-heap), alternating, `--repeats`
-times; it checks that both give the same merges, and prints what the merge loop's structures hold (distinct words,
-pairs, index entries) with the resident memory they add.
+structure (`queue="buckets"`, frequency buckets, and `queue="heap"`, the lazy max-heap), and `--stores` with each
+store of the words (`store="flat"`, linked positions with numpy merges, and `store="strings"`, one `str` per word),
+alternating, `--repeats` times, in CPU seconds of that process (steadier than wall time on a shared machine) and wall
+seconds; it checks that all give the same merges, and prints what each store holds before the first merge
+(distinct words, pairs, index entries) with the memory it takes (traced by tracemalloc).
 """
 
 from __future__ import annotations
@@ -29,24 +45,30 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
+from bench_results import append_result
 from tree_memory import PeakTreeMemory
 
 SPECIAL_TOKENS = ["<|endoftext|>"]
 OVERLAP_MERGES = 1000
 TOOLS = ("hf_bpe", "hf_tokenizers")
-ALL_TOOLS = (*TOOLS, "hf_bpe_stream")
+ALL_TOOLS = (*TOOLS, "hf_bpe_stream", "rustbpe", "bpeasy")
 QUEUES = ("buckets", "heap")
+STORES = ("flat", "strings")
+# bpeasy drops merged tokens longer than this: far above any token of these corpora, so that nothing is dropped.
+BPEASY_MAX_TOKEN_LENGTH = 1 << 16
 
 
-def train_hf_bpe(paths: list[str], vocab_size: int, workers: int | None) -> list[tuple[bytes, bytes]]:
+def train_hf_bpe(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
     from hf_bpe import train_bpe
 
-    _, merges = train_bpe(paths, vocab_size, SPECIAL_TOKENS, num_workers=workers, progress=False, verbose=True)
-    return merges
+    _, merges = train_bpe(paths, vocab_size, SPECIAL_TOKENS, num_workers=workers, progress=False, verbose=True,
+                          pattern=pattern)
+    return [left + right for left, right in merges]
 
 
-def train_hf_bpe_stream(paths: list[str], vocab_size: int, workers: int | None) -> list[tuple[bytes, bytes]]:
+def train_hf_bpe_stream(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
     import datasets
 
     from hf_bpe import train_bpe_from_iterator
@@ -54,76 +76,146 @@ def train_hf_bpe_stream(paths: list[str], vocab_size: int, workers: int | None) 
     datasets.disable_progress_bars()
     stream = datasets.load_dataset("json", data_files=paths, split="train", streaming=True)
     _, merges = train_bpe_from_iterator((row["text"] for row in stream), vocab_size, SPECIAL_TOKENS,
-                                        num_workers=workers, progress=False, verbose=True)
-    return merges
+                                        num_workers=workers, progress=False, verbose=True, pattern=pattern)
+    return [left + right for left, right in merges]
 
 
-def train_hf_tokenizers(paths: list[str], vocab_size: int, workers: int | None) -> list[tuple[bytes, bytes]]:
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+def train_hf_tokenizers(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     from hf_bpe.formats.gpt2 import str_to_token
+    from hf_bpe.pretokenize.patterns import resolve_pattern, tokenizers_pattern
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pattern is None:
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(tokenizers_pattern(resolve_pattern(pattern))), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train(paths, trainer)
     merges = json.loads(tokenizer.to_str())["model"]["merges"]
-    return [(str_to_token(left), str_to_token(right))
+    return [str_to_token(left) + str_to_token(right)
             for left, right in (merge.split(" ") if isinstance(merge, str) else merge for merge in merges)]
 
 
-def run_tool(tool: str, paths: list[str], vocab_size: int, workers: int | None) -> dict:
-    """Train once; wall seconds, number of merges and the first merges as hex pairs."""
-    train = {"hf_bpe": train_hf_bpe, "hf_bpe_stream": train_hf_bpe_stream, "hf_tokenizers": train_hf_tokenizers}[tool]
+def documents(paths: list[str]) -> Iterator[str]:
+    """The files' documents, split at the special token (for the trainers that do not know special tokens)."""
+    for path in paths:
+        with open(path, encoding="utf-8") as file:
+            yield from file.read().split(SPECIAL_TOKENS[0])
+
+
+def train_rustbpe(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
+    import rustbpe
+
+    from hf_bpe.pretokenize.patterns import resolve_pattern
+
+    tokenizer = rustbpe.Tokenizer()
+    tokenizer.train_from_iterator(documents(paths), vocab_size - len(SPECIAL_TOKENS), pattern=resolve_pattern(pattern))
+    return [token for token, rank in sorted(tokenizer.get_mergeable_ranks(), key=lambda item: item[1]) if rank >= 256]
+
+
+def train_bpeasy(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
+    import bpeasy
+
+    from hf_bpe.pretokenize.patterns import resolve_pattern
+
+    ranks = bpeasy.train_bpe(documents(paths), resolve_pattern(pattern), BPEASY_MAX_TOKEN_LENGTH,
+                             vocab_size - len(SPECIAL_TOKENS))
+    return [token for token, rank in sorted(ranks.items(), key=lambda item: item[1]) if rank >= 256]
+
+
+TRAINERS = {"hf_bpe": train_hf_bpe, "hf_bpe_stream": train_hf_bpe_stream, "hf_tokenizers": train_hf_tokenizers,
+            "rustbpe": train_rustbpe, "bpeasy": train_bpeasy}
+
+
+def run_tool(tool: str, paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> dict:
+    """Train once; wall seconds, number of merges and the first merged tokens as hex."""
     start = time.perf_counter()
-    merges = train(paths, vocab_size, workers)
-    return {"wall": time.perf_counter() - start, "num_merges": len(merges),
-            "first_merges": [[left.hex(), right.hex()] for left, right in merges[:OVERLAP_MERGES]]}
+    tokens = TRAINERS[tool](paths, vocab_size, workers, pattern)
+    return {"wall": time.perf_counter() - start, "num_merges": len(tokens),
+            "first_tokens": [token.hex() for token in tokens[:OVERLAP_MERGES]]}
 
 
-def run_queues(paths: list[str], vocab_size: int, workers: int | None, repeats: int) -> dict:
-    """Count once, then time the merge loop with each queue, alternating; and size the merge loop's structures."""
+def merge_loop_variants(queues: bool, stores: bool) -> list[tuple[str, str]]:
+    """The (store, queue) pairs to time: each queue with the default store, each store with the default queue."""
+    from hf_bpe.train.merge_loop import DEFAULT_QUEUE, DEFAULT_STORE
+
+    variants = [(DEFAULT_STORE, queue) for queue in QUEUES] if queues else []
+    variants += [(store, DEFAULT_QUEUE) for store in STORES if stores and (store, DEFAULT_QUEUE) not in variants]
+    return variants
+
+
+def run_merge_loops(paths: list[str], vocab_size: int, workers: int | None, repeats: int, pattern: str | None,
+                    variants: list[tuple[str, str]]) -> dict:
+    """Count once, then time the merge loop in each variant, alternating (CPU and wall seconds); check that all give
+    the same merges; and size each store's structures."""
     from hf_bpe.train.count import count_pretokens_in_files
-    from hf_bpe.train.merge_loop import _Corpus, _Words, merge_pairs
+    from hf_bpe.train.merge_loop import merge_pairs
 
-    counts = count_pretokens_in_files(paths, SPECIAL_TOKENS, num_workers=workers, progress=False)
+    counts = count_pretokens_in_files(paths, SPECIAL_TOKENS, num_workers=workers, progress=False, pattern=pattern)
     num_merges = vocab_size - 256 - len(SPECIAL_TOKENS)
-    seconds: dict[str, list[float]] = {queue: [] for queue in QUEUES}
+    names = [f"{store}/{queue}" for store, queue in variants]
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
     merges: dict[str, list[tuple[int, int]]] = {}
     for repeat in range(repeats):
-        for queue in QUEUES if repeat % 2 == 0 else QUEUES[::-1]:
-            start = time.perf_counter()
-            merges[queue] = merge_pairs(counts, num_merges, progress=False, queue=queue)
-            seconds[queue].append(time.perf_counter() - start)
-    if merges["buckets"] != merges["heap"]:
-        sys.exit("the two queues gave different merges")
-    before = current_rss()
-    corpus = _Corpus(_Words.of_counts(counts))
-    structures = {
-        "distinct_pretokens": len(counts),
-        "words": len(corpus.words),
-        "positions": sum(map(len, corpus.words)),
-        "pairs": len(corpus.pair_counts),
-        "index_entries": sum(map(len, corpus.pair_words.values())),
-        "corpus_rss_mb": (current_rss() - before) / 1e6,
-    }
-    return {"seconds": seconds, "num_merges": len(merges["heap"]), "structures": structures}
+        order = list(zip(names, variants))
+        for name, (store, queue) in order if repeat % 2 == 0 else order[::-1]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            merges[name] = merge_pairs(counts, num_merges, progress=False, queue=queue, store=store)
+            cpu[name].append(time.process_time() - start_cpu)
+            wall[name].append(time.perf_counter() - start)
+    if any(merges[name] != merges[names[0]] for name in names):
+        sys.exit("the merge loop's variants gave different merges")
+    structures = {store: store_structures(counts, store) for store in dict.fromkeys(store for store, _ in variants)}
+    return {"cpu": cpu, "wall": wall, "num_merges": len(merges[names[0]]), "distinct_pretokens": len(counts),
+            "structures": structures}
 
 
-def current_rss() -> int:
-    with open("/proc/self/statm") as file:
-        return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def store_structures(counts: dict[bytes, int], store: str) -> dict:
+    """What a store holds before the first merge, and the memory it holds then (as traced by tracemalloc, which
+    sees numpy's arrays and Python's objects: resident memory would show freed pages reused instead)."""
+    import tracemalloc
+
+    from hf_bpe.train.flat_corpus import FlatCorpus
+    from hf_bpe.train.merge_loop import _Corpus, _Words
+
+    tracemalloc.start()
+    words = _Words.of_counts(counts)
+    positions = len(words.data)
+    if store == "flat":
+        corpus: FlatCorpus | _Corpus = FlatCorpus(words.data, words.lengths, words.frequencies)
+        index = corpus.index
+    else:
+        from array import array
+
+        corpus = _Corpus(words.strings(), array("q", words.frequencies.tobytes()))
+        index = corpus.pair_words
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"words": len(words.lengths), "positions": positions, "pairs": len(corpus.pair_counts),
+            "index_entries": sum(1 if isinstance(entries, int) else len(entries) for entries in index.values()),
+            "held_mb": held / 1e6, "building_peak_mb": peak / 1e6}
 
 
 def run_in_subprocess(child: str, args: argparse.Namespace) -> dict:
-    """Run one child (a tool, or "queues"); its JSON result, plus wall seconds and the peak RSS of its process tree."""
+    """Run one child (a tool, or the merge loops); its JSON result, plus the peak RSS of its process tree."""
     command = [sys.executable, __file__, *args.corpus, "--vocab-size", str(args.vocab_size), "--child", child,
                "--repeats", str(args.repeats)]
+    if args.pattern is not None:
+        command.append(f"--pattern={args.pattern}")  # one argument, whatever the regex starts with
+    if args.queues:
+        command.append("--queues")
+    if args.stores:
+        command.append("--stores")
     environment = dict(os.environ)
     if args.workers:
         command += ["--workers", str(args.workers)]
-        environment["RAYON_NUM_THREADS"] = str(args.workers)  # HF tokenizers' thread pool
+        environment["RAYON_NUM_THREADS"] = str(args.workers)  # HF tokenizers', rustbpe's and bpeasy's thread pools
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment)
     memory = PeakTreeMemory(process.pid)
     _, status, _ = os.wait4(process.pid, 0)
@@ -137,51 +229,63 @@ def run_in_subprocess(child: str, args: argparse.Namespace) -> dict:
     return result
 
 
+def corpus_fields(args: argparse.Namespace) -> dict:
+    """What every JSON record says of the run: corpus, size, vocab and pattern."""
+    return {"corpus": ", ".join(os.path.basename(path) for path in args.corpus),
+            "corpus_bytes": sum(os.path.getsize(path) for path in args.corpus), "vocab_size": args.vocab_size,
+            "pattern": args.pattern or "gpt2"}
+
+
 def compare_tools(args: argparse.Namespace) -> None:
     results: dict[str, list[dict]] = {tool: [] for tool in args.tools}
     for repeat in range(args.repeats):
         for tool in args.tools if repeat % 2 == 0 else args.tools[::-1]:
-            results[tool].append(run_in_subprocess(tool, args))
+            result = run_in_subprocess(tool, args)
+            results[tool].append(result)
+            append_result(args.json, "train", **corpus_fields(args), tool=tool, seconds=round(result["wall"], 3),
+                          peak_mb=round(result["peak_mb"], 1), peak_pss_mb=round(result["peak_pss_mb"], 1),
+                          num_merges=result["num_merges"])
         print(f"run {repeat + 1}: " + " | ".join(
             f"{tool} {results[tool][-1]['wall']:7.2f} s {results[tool][-1]['peak_mb']:7.0f} MB "
-            f"(PSS {results[tool][-1]['peak_pss_mb']:.0f} MB)" for tool in args.tools)
-            + ("" if not {"hf_bpe", "hf_tokenizers"} <= set(args.tools) else
-               f" | time ratio {results['hf_bpe'][-1]['wall'] / results['hf_tokenizers'][-1]['wall']:.2f}, "
-               f"memory ratio {results['hf_bpe'][-1]['peak_mb'] / results['hf_tokenizers'][-1]['peak_mb']:.2f}"),
-            flush=True)
+            f"(PSS {results[tool][-1]['peak_pss_mb']:.0f} MB)" for tool in args.tools), flush=True)
 
     def median(tool: str, key: str) -> float:
         return statistics.median(run[key] for run in results[tool])
 
     print("median: " + " | ".join(f"{tool} {median(tool, 'wall'):.2f} s {median(tool, 'peak_mb'):.0f} MB "
-                                  f"(PSS {median(tool, 'peak_pss_mb'):.0f} MB)"
-                                  for tool in args.tools), end="")
-    if not {"hf_bpe", "hf_tokenizers"} <= set(args.tools):
-        print()
+                                  f"(PSS {median(tool, 'peak_pss_mb'):.0f} MB)" for tool in args.tools))
+    if "hf_bpe" not in args.tools:
         return
-    pairs = list(zip(results["hf_bpe"], results["hf_tokenizers"]))
-    print(f" | time ratio {statistics.median(ours['wall'] / theirs['wall'] for ours, theirs in pairs):.2f}, "
-          f"memory ratio {statistics.median(ours['peak_mb'] / theirs['peak_mb'] for ours, theirs in pairs):.2f}")
-    ours_first = {tuple(pair) for pair in results["hf_bpe"][0]["first_merges"]}
-    theirs_first = {tuple(pair) for pair in results["hf_tokenizers"][0]["first_merges"]}
-    print(f"merges: hf_bpe {results['hf_bpe'][0]['num_merges']}, HF {results['hf_tokenizers'][0]['num_merges']}; "
-          f"first {OVERLAP_MERGES} merges in common: {len(ours_first & theirs_first)}")
+    ours_first = set(results["hf_bpe"][0]["first_tokens"])
+    for tool in args.tools:
+        if tool == "hf_bpe":
+            continue
+        pairs = list(zip(results["hf_bpe"], results[tool]))
+        print(f"hf_bpe / {tool}: time ratio "
+              f"{statistics.median(ours['wall'] / theirs['wall'] for ours, theirs in pairs):.2f}, memory ratio "
+              f"{statistics.median(ours['peak_mb'] / theirs['peak_mb'] for ours, theirs in pairs):.2f}; merges "
+              f"{results['hf_bpe'][0]['num_merges']} and {results[tool][0]['num_merges']}, first {OVERLAP_MERGES} "
+              f"merged tokens in common: {len(ours_first & set(results[tool][0]['first_tokens']))}")
 
 
-def compare_queues(args: argparse.Namespace) -> None:
-    result = run_in_subprocess("queues", args)
-    seconds = result["seconds"]
-    buckets, heap = statistics.median(seconds["buckets"]), statistics.median(seconds["heap"])
-    print(f"merge loop ({result['num_merges']} merges, same for both), median of {args.repeats}: "
-          f"buckets {buckets:.2f} s, heap {heap:.2f} s, buckets/heap {buckets / heap:.2f} "
-          f"(runs: buckets {', '.join(f'{s:.2f}' for s in seconds['buckets'])}; "
-          f"heap {', '.join(f'{s:.2f}' for s in seconds['heap'])})")
-    structures = result["structures"]
-    print(f"merge loop structures: {structures['distinct_pretokens']:,} distinct pre-tokens, "
-          f"{structures['words']:,} words of 2+ bytes holding {structures['positions']:,} bytes, "
-          f"{structures['pairs']:,} distinct pairs, {structures['index_entries']:,} index entries; "
-          f"building them added {structures['corpus_rss_mb']:.0f} MB RSS; "
-          f"peak RSS of that process (counting included) {result['peak_mb']:.0f} MB")
+def compare_merge_loops(args: argparse.Namespace) -> None:
+    result = run_in_subprocess("merge_loops", args)
+    print(f"merge loop ({result['num_merges']} merges, the same in every variant), median of {args.repeats}, "
+          f"CPU seconds (wall):")
+    for name, seconds in result["cpu"].items():
+        store, queue = name.split("/")
+        print(f"  store {store}, queue {queue}: {statistics.median(seconds):.2f} s "
+              f"({statistics.median(result['wall'][name]):.2f} s; runs {', '.join(f'{s:.2f}' for s in seconds)})")
+        append_result(args.json, "merge_loop", **corpus_fields(args), store=store, queue=queue,
+                      cpu_seconds=round(statistics.median(seconds), 3),
+                      seconds=round(statistics.median(result["wall"][name]), 3), repeats=args.repeats,
+                      num_merges=result["num_merges"])
+    for store, sizes in result["structures"].items():
+        print(f"store {store}: {result['distinct_pretokens']:,} distinct pre-tokens, {sizes['words']:,} words of 2+ "
+              f"bytes holding {sizes['positions']:,} bytes, {sizes['pairs']:,} distinct pairs, "
+              f"{sizes['index_entries']:,} index entries; they hold {sizes['held_mb']:.0f} MB (building them peaked at "
+              f"{sizes['building_peak_mb']:.0f} MB)")
+    print(f"peak RSS of that process (counting included) {result['peak_mb']:.0f} MB")
 
 
 def main() -> None:
@@ -190,24 +294,33 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, required=True)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each tool (default 3)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="processes for hf_bpe, threads for HF (default: each tool's own, all CPUs)")
+                        help="processes for hf_bpe, threads for the others (default: each tool's own, all CPUs)")
     parser.add_argument("--tools", nargs="*", choices=ALL_TOOLS, default=list(TOOLS),
                         help="whole trainings to compare (default: hf_bpe and hf_tokenizers; none with --tools alone; "
-                             "hf_bpe_stream reads JSON lines files as a streaming dataset)")
+                             "hf_bpe_stream reads JSON lines files as a streaming dataset; rustbpe and bpeasy must be "
+                             "installed)")
+    parser.add_argument("--pattern", metavar="NAME_OR_REGEX", default=None,
+                        help="pre-tokenization pattern for every tool: a preset name (gpt2, cl100k, o200k, llama3) "
+                             "or regex text (default: GPT-2's)")
     parser.add_argument("--queues", action="store_true", help="also time the merge loop with each priority queue")
-    parser.add_argument("--child", choices=[*ALL_TOOLS, "queues"], help=argparse.SUPPRESS)
+    parser.add_argument("--stores", action="store_true",
+                        help="also time the merge loop with each store of the words (flat, strings)")
+    parser.add_argument("--json", metavar="FILE", default=None,
+                        help="append one record per tool and run (and per merge loop variant) to this JSON list")
+    parser.add_argument("--child", choices=[*ALL_TOOLS, "merge_loops"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child == "queues":
-        print(json.dumps(run_queues(args.corpus, args.vocab_size, args.workers, args.repeats)))
+    if args.child == "merge_loops":
+        print(json.dumps(run_merge_loops(args.corpus, args.vocab_size, args.workers, args.repeats, args.pattern,
+                                         merge_loop_variants(args.queues, args.stores))))
     elif args.child:
-        print(json.dumps(run_tool(args.child, args.corpus, args.vocab_size, args.workers)))
+        print(json.dumps(run_tool(args.child, args.corpus, args.vocab_size, args.workers, args.pattern)))
     else:
         print(f"{', '.join(args.corpus)}: {sum(os.path.getsize(path) for path in args.corpus) / 1e6:,.0f} MB, "
-              f"vocab {args.vocab_size:,}", flush=True)
+              f"vocab {args.vocab_size:,}, pattern {args.pattern or 'gpt2'}", flush=True)
         if args.tools:
             compare_tools(args)
-        if args.queues:
-            compare_queues(args)
+        if args.queues or args.stores:
+            compare_merge_loops(args)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
+from hf_bpe.formats.hf_directory import read_directory_pattern
 from hf_bpe.formats.tiktoken import tiktoken_encoding
 
 ENDOFTEXT = "<|endoftext|>"
@@ -58,7 +59,8 @@ def special_tokens_of(directory: Path) -> list[str]:
 def hf_bpe_encoder(directory: Path, specials: list[str]) -> Encoder:
     from hf_bpe import Tokenizer
 
-    tokenizer = Tokenizer.from_files(directory / "vocab.json", directory / "merges.txt", specials)
+    tokenizer = Tokenizer.from_files(directory / "vocab.json", directory / "merges.txt", specials,
+                                     pattern=read_directory_pattern(directory))
     return tokenizer.encode_batch
 
 
@@ -79,7 +81,8 @@ def auto_tokenizer_encoder(directory: Path, specials: list[str]) -> Encoder:
 def tiktoken_encoder(directory: Path, specials: list[str]) -> Encoder:
     vocab = load_gpt2_vocab(directory / "vocab.json")
     merges = load_gpt2_merges(directory / "merges.txt")
-    encoding = tiktoken_encoding(vocab, merges, specials, name=f"crosscheck-{directory.name}")
+    encoding = tiktoken_encoding(vocab, merges, specials, name=f"crosscheck-{directory.name}",
+                                 pattern=read_directory_pattern(directory))
     return lambda texts: encoding.encode_batch(texts, allowed_special="all", disallowed_special=())
 
 

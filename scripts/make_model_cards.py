@@ -3,8 +3,9 @@
     python scripts/make_model_cards.py --shared /work/shared/corpora [--only python-docs-8k]
 
 Each tokenizer is trained with `hf-bpe train` (hf_bpe.train_bpe, then save_tokenizer_directory and
-hf_bpe_training.json) into a temporary directory; the card is then rewritten with its evaluation corpora and
-languages (hf_bpe.evaluation.card.write_model_card) and only README.md is copied here, not the tokenizer files.
+hf_bpe_training.json, token_counts.npy) into a temporary directory; the card is then rewritten with its evaluation
+corpora, the gpt2 baseline and languages (hf_bpe.evaluation.card.write_model_card, which draws the plots when matplotlib
+is installed) and only README.md and the plots (*.png) are copied here, not the tokenizer files.
 Corpora that
 are not found (without --shared) are skipped, and so are tokenizers whose training corpus is missing.
 """
@@ -68,9 +69,14 @@ def make_card(spec: CardSpec, shared: Path | None, out_root: Path, workers: int 
             arguments += ["--workers", str(workers)]
         if hf_bpe_main(arguments) != 0:
             raise SystemExit(f"{spec.name}: training failed")
-        card = write_model_card(tokenizer_dir, eval_corpora=eval_corpora, language=spec.language, title=spec.title)
+        card = write_model_card(tokenizer_dir, eval_corpora=eval_corpora, language=spec.language, title=spec.title,
+                                progress=False)
         target = out_root / spec.name / "README.md"
         target.parent.mkdir(parents=True, exist_ok=True)
+        for old_plot in target.parent.glob("*.png"):
+            old_plot.unlink()
+        for plot in tokenizer_dir.glob("*.png"):  # the plots the card shows (relative links, as on the Hub)
+            shutil.copyfile(plot, target.parent / plot.name)
         shutil.copyfile(card, target)
     print(f"{spec.name}: wrote {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
     return target

@@ -1,23 +1,29 @@
-"""Generate hf_bpe/unicode_classes.py: the GPT-2 pattern's letters, numbers and whitespace as `tokenizers` sees them.
+"""Generate hf_bpe/pretokenize/unicode_classes.py: the pattern classes as `tokenizers` and tiktoken see them.
 
-    python scripts/make_unicode_classes.py            # probe, check, write hf_bpe/unicode_classes.py
+    python scripts/make_unicode_classes.py            # probe, check, write hf_bpe/pretokenize/unicode_classes.py
     python scripts/make_unicode_classes.py --check    # probe, compare with the committed table, exit 1 if different
 
-hf_bpe pre-tokenizes with explicit character classes instead of `\\p{L}`, `\\p{N}` and `\\s`, so that it splits text
-exactly as the installed `tokenizers` (the ByteLevel pre-tokenizer, Oniguruma) and tiktoken (Rust `regex`) do,
-whatever Unicode tables the Python `regex` module has. This script asks both libraries, never a Unicode database:
+hf_bpe pre-tokenizes with explicit character classes instead of `\\p{L}`, `\\p{N}`, `\\s` and the other classes the
+preset patterns use, so that it splits text exactly as the installed `tokenizers` (Oniguruma) and tiktoken (Rust
+`regex`) do, whatever Unicode tables the Python `regex` module has. This script asks both libraries, never a Unicode
+database:
 
-- It builds probe texts `s c1 s c2 s ...` of every code point `c` (U+0000-U+10FFFF, surrogates aside) with an ASCII
-  separator `s` of known class, and reads where the libraries start pre-tokens. `c` joins the pre-token of the `s`
-  before it exactly when it has the class of `s`: `!` (neither letter, number nor whitespace: the pattern's
-  `[^\\s\\p{L}\\p{N}]+`), then `a` (letters) for the rest, then `1` (numbers), then `\\n` (whitespace, which must be
-  everything left). Each probe holds only the code points not yet classified, so the texts stay short.
+- GPT-2's letters, numbers and whitespace: probe texts `s c1 s c2 s ...` of every code point `c` (U+0000-U+10FFFF,
+  surrogates aside) with an ASCII separator `s` of known class, run through GPT-2's pattern (tokenizers' ByteLevel
+  pre-tokenizer). `c` joins the pre-token of the `s` before it exactly when it has the class of `s`: `!` (neither
+  letter, number nor whitespace: the pattern's `[^\\s\\p{L}\\p{N}]+`), then `a` (letters) for the rest, then `1`
+  (numbers), then `\\n` (whitespace, which must be everything left). Each probe holds only the code points not yet
+  classified, so the texts stay short.
+- Every class of `CLASS_NAMES` (`\\p{Lu}`, `\\p{M}`, ...): the pattern `[^\\p{X}]+|\\p{X}+` on `! c1 ! c2 ! ...`
+  (`!` is in none of them): `c` joins the `!` before it exactly when it is not in the class. tokenizers runs the
+  pattern as a `Split` pre-tokenizer, tiktoken as its pattern. The classes of L, N and whitespace found this way must
+  equal GPT-2's.
 - tokenizers reports pre-token offsets. tiktoken does not, so it encodes the probe with a vocab of the 256 bytes plus
   every two-byte token `s` + (first byte of `c`): that merge happens exactly when `s` and `c` share a pre-token.
 - The two classifications must agree. The Unicode version is the newest one whose new letters (a few per version,
   `VERSION_SENTINELS`) are all letters to the libraries while those of the next version are not.
 
-Run it when `tokenizers` or tiktoken is upgraded; CI runs `--check`. It takes a few seconds.
+Run it when `tokenizers` or tiktoken is upgraded; CI runs `--check`. It takes a few seconds per class.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-MODULE_PATH = Path(__file__).resolve().parent.parent / "hf_bpe" / "unicode_classes.py"
+MODULE_PATH = Path(__file__).resolve().parent.parent / "hf_bpe" / "pretokenize" / "unicode_classes.py"
 # hf_bpe.pretokenize.gpt2.GPT2_PATTERN, copied: the script must run when the module it generates is missing or out of
 # date.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -49,6 +55,13 @@ VERSION_SENTINELS: dict[str, tuple[int, ...]] = {
 
 # Separator, class name, in probing order: each probe classifies the code points the earlier probes left.
 PROBES = (("!", "other"), ("a", "letters"), ("1", "numbers"), ("\n", "whitespace"))
+# The classes the preset patterns use (hf_bpe.pretokenize.patterns), as written in a pattern, and the name of GPT-2's
+# class each must equal. "s" stands for `\\s`.
+CLASS_NAMES = ("L", "N", "s", "Lu", "Ll", "Lt", "Lm", "Lo", "M")
+SAME_AS_GPT2 = {"L": "letters", "N": "numbers", "s": "whitespace"}
+CLASS_SEPARATOR = "!"  # Po: in none of CLASS_NAMES
+# The generated tables of the classes GPT-2 has too keep their names.
+TABLE_NAMES = {"L": "LETTER", "N": "NUMBER", "s": "WHITESPACE"}
 
 class ProbeError(Exception):
     """The libraries' classes cannot be read or trusted; main() prints it on one line and exits with status 2."""
@@ -63,11 +76,24 @@ def probe_text(separator: str, code_points: Sequence[int]) -> str:
     return separator + separator.join(map(chr, code_points)) + separator
 
 
-def joins_with_tokenizers(separator: str, code_points: Sequence[int]) -> np.ndarray:
-    """For each code point, whether `tokenizers`' ByteLevel pre-tokenizer keeps it in the separator's pre-token."""
-    from tokenizers.pre_tokenizers import ByteLevel
+def class_pattern(name: str) -> str:
+    """The probe pattern of one class: runs of the class, and runs of everything else.
 
-    pre_tokenizer = ByteLevel(add_prefix_space=False, use_regex=True)
+    >>> class_pattern("Lu"), class_pattern("s")
+    ('[^\\\\p{Lu}]+|\\\\p{Lu}+', '[^\\\\s]+|\\\\s+')
+    """
+    spelled = "\\s" if name == "s" else f"\\p{{{name}}}"
+    return f"[^{spelled}]+|{spelled}+"
+
+
+def joins_with_tokenizers(separator: str, code_points: Sequence[int], pattern: str | None = None) -> np.ndarray:
+    """For each code point, whether `tokenizers` keeps it in the separator's pre-token: with the ByteLevel
+    pre-tokenizer (GPT-2's pattern), or with a `Split` pre-tokenizer of `pattern`."""
+    from tokenizers import Regex
+    from tokenizers.pre_tokenizers import ByteLevel, Split
+
+    pre_tokenizer = (ByteLevel(add_prefix_space=False, use_regex=True) if pattern is None
+                     else Split(Regex(pattern), "isolated"))
     text = probe_text(separator, code_points)
     pieces = pre_tokenizer.pre_tokenize_str(text)
     starts = np.zeros(len(text) + 1, dtype=bool)
@@ -75,8 +101,8 @@ def joins_with_tokenizers(separator: str, code_points: Sequence[int]) -> np.ndar
     return ~starts[1:2 * len(code_points):2]  # code point i sits at character 2i + 1
 
 
-def joins_with_tiktoken(separator: str, code_points: Sequence[int]) -> np.ndarray:
-    """For each code point, whether tiktoken (GPT-2 pattern) keeps it in the separator's pre-token.
+def joins_with_tiktoken(separator: str, code_points: Sequence[int], pattern: str = GPT2_PATTERN) -> np.ndarray:
+    """For each code point, whether tiktoken (GPT-2's pattern, or `pattern`) keeps it in the separator's pre-token.
 
     The vocab holds the 256 bytes and `separator + b` for every first byte b of a probed code point. A pair
     (separator, b) only occurs where a separator precedes a code point (the separator byte never occurs inside a
@@ -90,7 +116,7 @@ def joins_with_tiktoken(separator: str, code_points: Sequence[int]) -> np.ndarra
     ranks = {bytes([byte]): byte for byte in range(256)}
     for byte in sorted({chr(code_point).encode("utf-8")[0] for code_point in code_points}):
         ranks[sep + bytes([byte])] = len(ranks)
-    encoding = tiktoken.Encoding(name="probe", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    encoding = tiktoken.Encoding(name="probe", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     text = probe_text(separator, code_points)
     token_lengths = np.where(np.array(encoding.encode_ordinary(text), dtype=np.int64) < 256, 1, 2)
     token_starts = np.concatenate(([0], np.cumsum(token_lengths)[:-1]))
@@ -115,6 +141,14 @@ def classify(joins: JoinProbe) -> Classes:
     if len(remaining):
         raise ProbeError(f"{len(remaining)} code points in no class, first U+{remaining[0]:04X}")
     return classes
+
+
+def classify_named(joins: Callable[[str, Sequence[int], str], np.ndarray], name: str) -> list[int]:
+    """The code points of one class of CLASS_NAMES (sorted), as one library sees them (see the module docstring)."""
+    probed = np.array([code_point for code_point in range(sys.maxunicode + 1)
+                       if code_point not in SURROGATES and chr(code_point) != CLASS_SEPARATOR])
+    joined = joins(CLASS_SEPARATOR, probed.tolist(), class_pattern(name))
+    return probed[~joined].tolist()
 
 
 def unicode_version(letters: Iterable[int]) -> str:
@@ -161,20 +195,22 @@ def string_literal(text: str, indent: str = "    ", width: int = 112) -> str:
     return "(\n" + "\n".join(f'{indent}"{line}"' for line in lines) + "\n)"
 
 
-def module_source(classes: Classes, version: str, tokenizers_version: str, tiktoken_version: str) -> str:
-    """The text of hf_bpe/unicode_classes.py."""
-    title = ("The GPT-2 pattern's letters, numbers and whitespace as `tokenizers` and tiktoken see them "
-             f"(Unicode {version}).")
+def module_source(classes: Classes, named: dict[str, list[int]], version: str, tokenizers_version: str,
+                  tiktoken_version: str) -> str:
+    """The text of hf_bpe/pretokenize/unicode_classes.py."""
+    title = f"The patterns' character classes as `tokenizers` and tiktoken see them (Unicode {version})."
+    extra = "".join(f"\n# \\p{{{name}}}: {len(named[name])} code points.\n{name.upper()}_RANGES = "
+                    f"{string_literal(ranges_text(named[name]))}\n" for name in CLASS_NAMES if name not in SAME_AS_GPT2)
+    table = "".join(f'\n    "{name}": {TABLE_NAMES.get(name, name.upper())}_RANGES,' for name in CLASS_NAMES)
     return f'''"""{title}
 
-GENERATED by scripts/make_unicode_classes.py: do not edit by hand. It probed `tokenizers` {tokenizers_version} (the
-ByteLevel pre-tokenizer) and tiktoken {tiktoken_version} on every code point and found that they agree. Regenerate it
-with `python scripts/make_unicode_classes.py` when either is upgraded; `--check` says whether it is still current.
+GENERATED by scripts/make_unicode_classes.py: do not edit by hand. It probed `tokenizers` {tokenizers_version} and
+tiktoken {tiktoken_version} on every code point and found that they agree. Regenerate it with
+`python scripts/make_unicode_classes.py` when either is upgraded; `--check` says whether it is still current.
 
 Each table lists inclusive code-point ranges in hex (`0041-005A`; a lone code point stands alone), separated by
-spaces. hf_bpe.pretokenize.gpt2 builds its patterns from them instead of `\\\\p{{L}}`, `\\\\p{{N}}` and `\\\\s`, so
-that its
-pre-tokens do not depend on the Unicode tables of the installed `regex` module.
+spaces. hf_bpe.pretokenize builds its patterns from them instead of `\\\\p{{L}}`, `\\\\p{{N}}`, `\\\\s`, ..., so that
+its pre-tokens do not depend on the Unicode tables of the installed `regex` module or of Python's `re`.
 """
 
 UNICODE_VERSION = "{version}"
@@ -187,6 +223,10 @@ NUMBER_RANGES = {string_literal(ranges_text(classes["numbers"]))}
 
 # \\s: {len(classes["whitespace"])} code points.
 WHITESPACE_RANGES = {string_literal(ranges_text(classes["whitespace"]))}
+{extra}
+# Every class by the name a pattern gives it ("s" is `\\s`).
+CLASS_RANGES = {{{table}
+}}
 '''
 
 
@@ -205,8 +245,20 @@ def generate() -> str:
         if differ:
             raise ProbeError(f"tokenizers and tiktoken disagree on {name} for {len(differ)} "
                              f"code points, first U+{differ[0]:04X}")
+    named: dict[str, list[int]] = {}
+    for name in CLASS_NAMES:
+        named[name] = classify_named(joins_with_tokenizers, name)
+        differ = sorted(set(named[name]) ^ set(classify_named(joins_with_tiktoken, name)))
+        if differ:
+            raise ProbeError(f"tokenizers and tiktoken disagree on \\p{{{name}}} for {len(differ)} code points, "
+                             f"first U+{differ[0]:04X}")
+        if name in SAME_AS_GPT2 and named[name] != classes[SAME_AS_GPT2[name]]:
+            raise ProbeError(f"class {name} differs from GPT-2's {SAME_AS_GPT2[name]}")
+    letters = sorted(code_point for name in ("Lu", "Ll", "Lt", "Lm", "Lo") for code_point in named[name])
+    if letters != named["L"]:
+        raise ProbeError("\\p{L} is not the union of \\p{Lu}, \\p{Ll}, \\p{Lt}, \\p{Lm} and \\p{Lo}")
     version = unicode_version(classes["letters"])
-    return module_source(classes, version, tokenizers.__version__, tiktoken.__version__)
+    return module_source(classes, named, version, tokenizers.__version__, tiktoken.__version__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,10 +1,12 @@
-"""`hf-bpe card`: (re)write a tokenizer directory's model card, with compression on evaluation corpora.
+"""`hf-bpe card`: (re)write a tokenizer directory's model card, with compression on evaluation corpora against
+baselines, under-trained tokens and plots (hf_bpe.evaluation.card).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from hf_bpe.evaluation.card import write_model_card
@@ -25,18 +27,45 @@ def add_card_metadata_arguments(parser: argparse.ArgumentParser | argparse._Argu
 
 def add_card_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `hf-bpe card`."""
+    from hf_bpe.evaluation.card import DEFAULT_BASELINES
+    from hf_bpe.evaluation.plots import PLOTS_HINT
+
     parser.add_argument("directory", type=Path, metavar="DIR", help="a tokenizer directory saved by hf_bpe")
     parser.add_argument("--eval-corpus", action="append", default=[], type=Path, metavar="F", dest="eval_corpora",
-                        help="UTF-8 text file to report bytes per token on; repeat for several")
+                        help="UTF-8 text file to report bytes per token, tokens per word and vocabulary use on; "
+                             "repeat for several")
+    add_baseline_argument(parser, default=DEFAULT_BASELINES)
+    parser.add_argument("--no-plots", action="store_true",
+                        help=f"do not draw the plots (default: drawn when matplotlib is installed: {PLOTS_HINT})")
     parser.add_argument("--language", action="append", default=[], metavar="L",
                         help="language code for the card's metadata (ISO 639-1, e.g. en); repeat for several")
     parser.add_argument("--title", help="the card's heading (default: 'Byte-level BPE tokenizer')")
     add_card_metadata_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
+                                                                     "terminal)")
+
+
+def add_baseline_argument(parser: argparse.ArgumentParser, default: Sequence[str] = ()) -> None:
+    """`--baseline`, the tokenizers `hf-bpe card` and `hf-bpe eval` compare with."""
+    parser.add_argument("--baseline", nargs="+", action="extend", dest="baselines", metavar="B",
+                        help="tokenizers to compare with: gpt2 (shipped), cl100k=FILE or o200k=FILE (a tiktoken "
+                             "file you give; nothing is downloaded), or a tokenizer directory; one or more, or "
+                             "'none' (default: " + (" ".join(default) or "none") + ")")
+
+
+def chosen_baselines(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
+    """The --baseline values, or `default` when none was given; 'none' clears the list."""
+    names = list(default) if args.baselines is None else list(args.baselines)
+    return [] if "none" in names else names
 
 
 def run_card(args: argparse.Namespace) -> int:
     """Run `hf-bpe card` with parsed arguments; InputError is left to the caller to report."""
+    from hf_bpe.evaluation.card import DEFAULT_BASELINES
+
     path = write_model_card(args.directory, eval_corpora=args.eval_corpora, language=args.language,
-                            title=args.title, license=args.license, datasets=args.dataset_names)
+                            title=args.title, license=args.license, datasets=args.dataset_names,
+                            baselines=chosen_baselines(args, DEFAULT_BASELINES), plots=not args.no_plots,
+                            progress=False if args.no_progress else None)
     print(f"wrote {path}", file=sys.stderr)
     return 0

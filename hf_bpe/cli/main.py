@@ -4,19 +4,34 @@
     hf-bpe train --dataset NAME_OR_PATH --out DIR   train on a dataset's text column, one document per row
     hf-bpe tokenize-dataset --tokenizer DIR --dataset NAME_OR_PATH --split S --out OUT   write OUT/S.bin token arrays
     hf-bpe card DIR [--eval-corpus F ...]     (re)write the model card of a tokenizer directory
+    hf-bpe eval DIR ... --corpus F ... [--baseline gpt2]   compare tokenizers on corpora (table, --json, --plot)
+    hf-bpe show DIR [TEXT | --file F] [--html FILE]   show a text token by token
+    hf-bpe convert FILE.tiktoken --pattern NAME_OR_REGEX --out DIR   a tiktoken file -> a tokenizer directory
+    hf-bpe export-tiktoken DIR --out FILE.tiktoken   a tokenizer directory -> a tiktoken file
 
 Every user error (a missing file, invalid UTF-8, an existing output directory, an output that cannot be written, a
-full disk) is one line on stderr and exit code 2, Ctrl-C is exit code 130; nothing half-written is left behind.
-Outputs are checked before long work starts (see hf_bpe.common.outputs).
+full disk) is one line on stderr and exit code 2, Ctrl-C is exit code 130, SIGTERM exit code 143; nothing
+half-written is left behind. Anything unexpected (out of memory, a lost worker, a bug) is one line and exit code 2
+too; HF_BPE_DEBUG=1 shows its traceback instead. Outputs are checked before long work starts (see
+hf_bpe.common.outputs). docs/robustness.md describes it all for users.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from hf_bpe.common.errors import InputError, describe_os_error
+from hf_bpe.common.parallel import children_exit_with_this_process
+
+#: Set to 1 to see the traceback of an error instead of its one-line report.
+DEBUG_VARIABLE = "HF_BPE_DEBUG"
+EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 130, 128 + signal.SIGTERM
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,36 +41,193 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_reporting_errors(prefix: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """`run(args)`, with every error a user can cause (bad input, an unwritable or full output, Ctrl-C) reported as
-    one line on stderr and exit code 2 (130 after Ctrl-C) instead of a traceback."""
-    interrupted = f"{prefix}: interrupted; nothing was written"
+    """`run(args)`, with whatever goes wrong reported as one line on stderr instead of a traceback.
+
+    Exit codes: 2 for an error (bad input, an unwritable or full output, and anything unexpected: out of memory, a
+    lost worker process or Ray actor, a bug), 130 after Ctrl-C (SIGINT), 143 after SIGTERM (what `timeout`, Slurm
+    and Kubernetes send), which is handled like Ctrl-C: the run stops and cleans up. Every process the run forks
+    dies with it, even after SIGKILL (`children_exit_with_this_process`). With HF_BPE_DEBUG=1 an error is raised
+    with its traceback instead.
+    """
+    terminated: list[int] = []
     try:
-        return run(args)
-    except KeyboardInterrupt:
-        print(interrupted, file=sys.stderr)
-        return 130
-    except Exception as error:
-        if _raised_while_interrupted(error):  # e.g. a pool's TimeoutError while it shuts down after Ctrl-C
-            print(interrupted, file=sys.stderr)
-            return 130
-        if isinstance(error, (InputError, ValueError, TypeError)):
-            print(f"{prefix}: error: {error}", file=sys.stderr)
-            return 2
-        if isinstance(error, OSError):
-            print(f"{prefix}: error: {describe_os_error(error)}", file=sys.stderr)
-            return 2
-        raise
+        with _sigterm_raises_terminated(terminated), children_exit_with_this_process():
+            return run(args)
+    except KeyboardInterrupt as error:
+        return _report_interrupt(prefix, bool(terminated) or isinstance(error, Terminated))
+    except SystemExit as error:
+        if error.code != signal.SIGTERM:
+            raise
+        return _report_interrupt(prefix, True)  # Ray's SIGTERM handler (sys.exit(signum)) replaces ours in ray.init
+    except BaseException as error:  # also what is not an Exception, such as a panic in a Rust extension
+        # An error raised while interrupted (a pool's TimeoutError as it shuts down after Ctrl-C) is the interrupt.
+        if terminated or _in_chain(error, lambda cause: isinstance(cause, KeyboardInterrupt)):
+            return _report_interrupt(prefix, bool(terminated))
+        if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+            raise
+        print(f"{prefix}: {describe_error(error, args)}", file=sys.stderr)
+        return EXIT_ERROR
 
 
-def _raised_while_interrupted(error: BaseException) -> bool:
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised the way Ctrl-C raises KeyboardInterrupt, so that every clean-up that handles Ctrl-C (stopping
+    worker pools, removing temporary files) handles it too."""
+
+
+@contextmanager
+def _sigterm_raises_terminated(received: list[int]) -> Iterator[None]:
+    """In the block, the first SIGTERM raises Terminated in this process (later ones are noted and let the clean-up
+    finish). A forked child that inherited the handler dies of the signal instead, as it would without it.
+
+    An exception raised by a signal handler surfaces wherever the main thread is, and where Python cannot raise it
+    (an at-fork hook, a `__del__`) it prints "Exception ignored in ..." with a traceback and goes on as if nothing
+    happened. Such a swallowed Terminated or KeyboardInterrupt is raised again 10 ms later (SIGALRM), silently.
+    """
+    if sys.platform == "win32":
+        yield
+        return
+    owner = os.getpid()
+    again: list[type[BaseException]] = []  # the interrupt to raise again, once swallowed
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:  # a child forked by a way that skipped the at-fork hook below
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        received.append(signum)
+        if len(received) == 1:
+            raise Terminated
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if again and os.getpid() == owner:
+            raise again.pop()
+
+    def on_unraisable(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and os.getpid() == owner:
+            again[:] = [type(unraisable.exc_value)]
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            return
+        previous_hook(unraisable)
+
+    _OURS.update({on_sigterm, on_alarm})
+    try:
+        previous = [signal.signal(number, handler)
+                    for number, handler in ((signal.SIGTERM, on_sigterm), (signal.SIGALRM, on_alarm))]
+    except ValueError:  # not the main thread: leave the signals as they are
+        yield
+        return
+    previous_hook, sys.unraisablehook = sys.unraisablehook, on_unraisable
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.unraisablehook = previous_hook
+        for number, handler in zip((signal.SIGTERM, signal.SIGALRM), previous):
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        _OURS.difference_update({on_sigterm, on_alarm})
+
+
+# The handlers installed by _sigterm_raises_terminated. A forked child gets the default ones back at once: a Python
+# handler runs only when the child's main thread runs Python code, and a worker blocked in C (a pool worker waiting
+# on its queue's lock) would then never die of the SIGTERM its pool's terminate() sends it.
+_OURS: set[Any] = set()
+
+
+def _default_handlers_in_child() -> None:
+    for number in (signal.SIGTERM, signal.SIGALRM):
+        if signal.getsignal(number) in _OURS:
+            try:
+                signal.signal(number, signal.SIG_DFL)
+            except ValueError:  # not the main thread; on_sigterm's check of the PID stays
+                pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_handlers_in_child)
+
+
+def _report_interrupt(prefix: str, terminated: bool) -> int:
+    if terminated:
+        print(f"{prefix}: terminated (SIGTERM); nothing was written", file=sys.stderr)
+        return EXIT_TERMINATED
+    print(f"{prefix}: interrupted; nothing was written", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def describe_error(error: BaseException, args: argparse.Namespace) -> str:
+    """The one line reported for `error`: "error: ..." with what went wrong and, for the unexpected, what to do.
+
+    >>> describe_error(InputError("a.txt: no such file"), argparse.Namespace())
+    'error: a.txt: no such file'
+    >>> describe_error(MemoryError(), argparse.Namespace(num_proc=2, batch_size=1000))
+    'error: out of memory; try fewer --num-proc, a smaller --batch-size or a machine with more memory'
+    >>> describe_error(KeyError("vocab"), argparse.Namespace())
+    "internal error: KeyError: 'vocab' (a bug in hf_bpe: please report it with the traceback HF_BPE_DEBUG=1 shows)"
+    """
+    if isinstance(error, InputError):  # says it all, even when raised while handling a Ray or memory error
+        return f"error: {one_line(str(error))}"
+    ray_error = _in_chain(error, lambda cause: type(cause).__module__.startswith("ray."))
+    if ray_error is not None:
+        kinds = {kind.__name__ for kind in type(ray_error).__mro__}
+        what = f"{type(ray_error).__name__}: {one_line(str(ray_error), 200)}"
+        if kinds & _RAY_LOST_WORKER:
+            return f"error: a Ray worker was lost ({what}); {_after_lost_ray_worker(args)}"
+        if "RayTaskError" in kinds:
+            return f"error: a task on the Ray cluster failed: {what}"
+        return f"error: the Ray cluster failed ({what})"
+    if _in_chain(error, lambda cause: isinstance(cause, MemoryError)) is not None:
+        advice = [text for text, name in (("fewer --workers", "workers"), ("fewer --num-proc", "num_proc"),
+                                          ("a smaller --batch-size", "batch_size")) if hasattr(args, name)]
+        return f"error: out of memory; try {', '.join(advice)}{' or ' if advice else ''}a machine with more memory"
+    if isinstance(error, OSError):
+        return f"error: {one_line(describe_os_error(error))}"
+    if isinstance(error, (ValueError, TypeError, RuntimeError)):
+        return f"error: {one_line(str(error))}"
+    return (f"internal error: {type(error).__name__}: {one_line(str(error))} (a bug in hf_bpe: please report it "
+            f"with the traceback {DEBUG_VARIABLE}=1 shows)")
+
+
+def one_line(message: str, limit: int = 400) -> str:
+    """A message on one line. One without a line break is kept as it is (its spaces may be quoted text); in one with
+    line breaks, a traceback (a worker's) becomes its last line, runs of whitespace one space, and the whole at most
+    `limit` characters.
+
+    >>> one_line("a worker failed:\\nTraceback (most recent call last):\\n  File ...\\nZeroDivisionError: boom")
+    'a worker failed: ZeroDivisionError: boom'
+    >>> one_line("special token '  ' is empty")
+    "special token '  ' is empty"
+    """
+    if "\n" not in message and "\r" not in message:
+        return message or "(no message)"
+    head, marker, tail = message.partition("Traceback (most recent call last):")
+    if marker:
+        lines = [line for line in tail.splitlines() if line.strip() and not line.startswith((" ", "\t"))]
+        message = head + (lines[-1] if lines else "")
+    text = " ".join(message.split()) or "(no message)"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _in_chain(error: BaseException, matches: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first of `error`, its cause or context, theirs... that `matches`, if any."""
     seen: set[int] = set()
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
+        if matches(cause):
+            return cause
         seen.add(id(cause))
-        cause = cause.__context__
-    return False
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+# Ray's exceptions for a worker process, node or object that is gone (by name: ray is imported only when used).
+_RAY_LOST_WORKER = {"RayActorError", "WorkerCrashedError", "NodeDiedError", "ObjectLostError", "OutOfMemoryError",
+                    "LocalRayletDiedError", "OwnerDiedError"}
+
+
+def _after_lost_ray_worker(args: argparse.Namespace) -> str:
+    if getattr(args, "command", None) == "tokenize-dataset":
+        return "rerun the command with --resume: the shards already written are kept"
+    return "rerun the command (a node that ran out of memory needs fewer tasks at once, or more memory)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     from hf_bpe.cli.card import add_card_arguments, run_card
+    from hf_bpe.cli.convert import (
+        CONVERT_DESCRIPTION,
+        EXPORT_DESCRIPTION,
+        add_convert_arguments,
+        add_export_tiktoken_arguments,
+        run_convert,
+        run_export_tiktoken,
+    )
+    from hf_bpe.cli.eval import EVAL_DESCRIPTION, add_eval_arguments, run_eval
+    from hf_bpe.cli.show import SHOW_DESCRIPTION, add_show_arguments, run_show
     from hf_bpe.cli.tokenize_dataset import add_tokenize_dataset_arguments, run_tokenize_dataset
     from hf_bpe.cli.train import add_train_arguments, run_train
 
@@ -85,7 +267,15 @@ def build_parser() -> argparse.ArgumentParser:
         ("card", add_card_arguments, run_card,
          "write the model card (README.md) of a tokenizer directory",
          "Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "
-         "compression (bytes per token) on evaluation corpora, example tokenizations, how to load it."),
+         "compression (bytes per token) on evaluation corpora against baselines, under-trained tokens, plots "
+         "(PNG files in DIR, with matplotlib), example tokenizations, how to load it."),
+        ("eval", add_eval_arguments, run_eval, "compare tokenizers and baselines on corpora", EVAL_DESCRIPTION),
+        ("show", add_show_arguments, run_show, "show a text token by token (terminal colours or an HTML page)",
+         SHOW_DESCRIPTION),
+        ("convert", add_convert_arguments, run_convert,
+         "turn a .tiktoken file into a HuggingFace tokenizer directory", CONVERT_DESCRIPTION),
+        ("export-tiktoken", add_export_tiktoken_arguments, run_export_tiktoken,
+         "write the .tiktoken file of a tokenizer directory", EXPORT_DESCRIPTION),
     ]:
         command = commands.add_parser(name, help=help, description=description)
         add_arguments(command)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 from hf_bpe.cli.options import add_dataset_arguments, add_engine_arguments, check_engine_arguments
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.locks import output_lock
+from hf_bpe.common.outputs import created_directories
 from hf_bpe.data.engines import tokenize_dataset_on
+from hf_bpe.data.load import check_output_split
 
 
 def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,12 +38,15 @@ def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
                         help="documents per encoded batch (default: %(default)s)")
     add_engine_arguments(parser)
     parser.add_argument("--resume", action="store_true",
-                        help="--engine ray only: keep the shards of an interrupted run whose checksums are recorded "
-                             "and encode only the rest (default: off)")
+                        help="--engine ray only: keep the shards of an interrupted run (Ctrl-C, a lost node, a "
+                             "killed driver) whose checksums are recorded and encode only the rest; a local run "
+                             "restarts from zero (default: off)")
     parser.add_argument("--concatenate", action="store_true",
                         help="--engine ray only: also join the shards into one OUT/S.bin (default: off: "
                              "load_tokens reads the shards as one array)")
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="do not show progress bars (default: shown; with --engine ray, text bytes encoded, "
+                             "throughput, shards and documents read)")
 
 
 def run_tokenize_dataset(args: argparse.Namespace) -> int:
@@ -60,9 +67,16 @@ def run_tokenize_dataset(args: argparse.Namespace) -> int:
     else:
         for flag, given in (("--resume", args.resume), ("--concatenate", args.concatenate)):
             if given:
-                raise InputError(f"{flag} needs --engine ray (the local engine writes one {args.split}.bin)")
+                raise InputError(f"{flag} needs --engine ray (the local engine writes one {args.split}.bin, "
+                                 f"from zero each run: docs/cluster.md says why)")
         options.update(num_proc=args.num_proc or 1, streaming=args.streaming, cache_dir=args.cache_dir)
-    metadata = tokenize_dataset_on(args.engine, args.tokenizer, args.dataset, args.out, **options)
+    with ExitStack() as one_run_at_a_time:
+        if args.engine == "ray":  # the local engine takes the split's lock itself (hf_bpe.data.pipeline)
+            out = Path(args.out)
+            check_output_split(out, args.split, force=True)  # the split is a file name: lock_path can use it
+            one_run_at_a_time.enter_context(created_directories(out))
+            one_run_at_a_time.enter_context(output_lock(out, args.split, f"split {args.split!r} of {out}"))
+        metadata = tokenize_dataset_on(args.engine, args.tokenizer, args.dataset, args.out, **options)
     print(f"wrote {Path(args.out) / args.split}: {metadata['num_tokens']:,} {metadata['dtype']} tokens from "
           f"{metadata['num_documents']:,} documents", file=sys.stderr)
     return 0

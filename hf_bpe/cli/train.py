@@ -53,6 +53,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the tokenizer's pad token (pad_token in tokenizer_config.json); if it is not one of "
                              "the special tokens it is added as one, after them, so it counts in --vocab-size "
                              "(default: none; transformers users often set tok.pad_token = tok.eos_token instead)")
+    parser.add_argument("--pattern", metavar="NAME_OR_REGEX",
+                        help="the pre-tokenization pattern: gpt2 (the default), cl100k (or gpt4), o200k, llama3, or "
+                             "regex text as tiktoken and tokenizers read it; kept in tokenizer.json, the training "
+                             "record and the card")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes for pre-tokenization (default: the CPUs this process may use)")
     parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
@@ -78,8 +82,14 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.common.parallel import default_num_workers
     from hf_bpe.data.sources import DatasetSource
     from hf_bpe.evaluation.card import TRAINING_INFO_FILE, check_card_metadata, write_model_card
+    from hf_bpe.evaluation.token_counts import (
+        count_training_tokens,
+        save_token_counts,
+        summary_note,
+        token_counts_record,
+    )
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
-    from hf_bpe.pretokenize import UNICODE_VERSION
+    from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import train_bpe_from_counts
 
     special_tokens = training_special_tokens(args)
@@ -89,16 +99,19 @@ def run_train(args: argparse.Namespace) -> int:
     check_card_metadata(args.license, card_dataset_names(args, source))
     inputs = [] if source else (args.inputs or [shipped_corpus()])
     # Refuses a bad vocab size or special token now, not after counting: training on no pre-tokens takes no time.
-    train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False)
+    train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False, pattern=args.pattern)
+    pattern = resolve_pattern(args.pattern)
     progress = False if args.no_progress else None
 
     out: Path = args.out
-    with staging_directory(out, replace=args.force, min_free_bytes=minimum_output_bytes(args.vocab_size)) as staging:
+    needed = minimum_output_bytes(args.vocab_size, len(special_tokens), None if source else local_bytes(inputs))
+    with staging_directory(out, replace=args.force, min_free_bytes=needed) as staging:
         start = time.perf_counter()
         counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
         counting_seconds = time.perf_counter() - start
         vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress)
         training_seconds = time.perf_counter() - start
+        token_counts = count_training_tokens(vocab, merges, special_tokens, counts)  # for under-trained tokens
         peak_memory_mb = peak_memory_bytes() / 1e6
         if len(vocab) < args.vocab_size:
             print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
@@ -118,20 +131,25 @@ def run_train(args: argparse.Namespace) -> int:
             "python": platform.python_version(),
             "hf_bpe_version": __version__,
             "unicode_version": UNICODE_VERSION,
+            "pattern": preset_name(pattern) or pattern,
             "date": datetime.date.today().isoformat(),
             "license": args.license,
             "dataset_names": card_dataset_names(args, source),
+            "token_counts": token_counts_record(token_counts),
         }
         try:
-            save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token)
+            save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token,
+                                     pattern=pattern)
+            save_token_counts(staging, token_counts)
             (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
-            write_model_card(staging, training_info=training_info)
+            write_model_card(staging, training_info=training_info, plots=False)
         except OSError as error:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
     print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
           f"{len(special_tokens)} special) in {training_seconds:.1f} s ({len(counts):,} distinct pre-tokens counted "
-          f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB){replacement_note(training_info)}",
+          f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB)"
+          f"{summary_note(token_counts, vocab, special_tokens)}{replacement_note(training_info)}",
           file=sys.stderr)
     return 0
 
@@ -171,7 +189,7 @@ def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], so
     from hf_bpe.train import count
     from hf_bpe.train.count import counting_engine
 
-    engine_options = {"engine": counting_engine(args.engine, args.ray_address)}
+    engine_options = {"engine": counting_engine(args.engine, args.ray_address), "pattern": args.pattern}
     if source is not None:
         with datasets_progress_bars(progress is not False):
             texts = row_texts(source.load(), source)
@@ -220,10 +238,31 @@ def card_dataset_names(args: argparse.Namespace, source: Any) -> list[str]:
     return [name] if name else []
 
 
-def minimum_output_bytes(vocab_size: int) -> int:
-    """A floor on the size of a saved tokenizer directory: each token takes at least ~32 bytes over vocab.json,
-    merges.txt and tokenizer.json (measured: 80-90), plus the small files. Less free space than this fails for sure."""
-    return 32 * vocab_size + 16_384
+def minimum_output_bytes(vocab_size: int, num_special_tokens: int = 0, corpus_bytes: int | None = None) -> int:
+    """A floor on the size of the saved tokenizer directory: each token takes at least ~32 bytes over vocab.json,
+    merges.txt and tokenizer.json (measured: 80-90), plus the small files. Less free space than this fails for sure.
+
+    Only tokens that can be made count: each merge joins two symbols of the corpus, so there are at most as many
+    merges as bytes in it, and a vocab size far beyond a small corpus is not counted in full (`corpus_bytes`, when
+    the size is known before counting).
+
+    >>> minimum_output_bytes(1_000_000, 1, corpus_bytes=4_000)
+    152608
+    """
+    tokens = vocab_size if corpus_bytes is None else min(vocab_size, 256 + num_special_tokens + corpus_bytes)
+    return 32 * tokens + 16_384
+
+
+def local_bytes(inputs: list[str | Path]) -> int | None:
+    """The total size of the INPUT files, or None when one is a URL or cannot be read (counting will say why)."""
+    from hf_bpe.common.files import is_url
+
+    if any(map(is_url, inputs)):
+        return None
+    try:
+        return sum(map(os.path.getsize, inputs))
+    except OSError:
+        return None
 
 
 def peak_memory_bytes() -> int:

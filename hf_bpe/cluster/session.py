@@ -16,15 +16,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from hf_bpe.common.errors import InputError
 
-# Tasks in flight per actor: one running, one waiting, so an actor never idles while the driver sends the next.
-_IN_FLIGHT_PER_ACTOR = 2
 RAY_INSTALL_HINT = "pip install 'hf_bpe[ray]' (or pip install ray)"
 # Where hf_bpe's work runs: worker processes on this machine, or a Ray cluster. Each protocol has one switch over these
 # names: `hf_bpe.train.count.counting_engine` for counting, `hf_bpe.data.tokenize.tokenize_dataset` for token arrays.
@@ -138,44 +136,15 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def check_code_fingerprint(expected: str) -> None:
-    """RuntimeError when this worker's hf_bpe differs from the driver's (`expected`)."""
-    if code_fingerprint() != expected:
-        raise RuntimeError(f"the hf_bpe on this Ray node ({PACKAGE_DIR}) differs from the "
-                           f"driver's: install the same version on every node, or ship the driver's with "
-                           f"runtime_env={{'py_modules': [hf_bpe]}}")
+def code_mismatch(expected: str) -> str | None:
+    """Why this worker may not run the driver's job: None when its hf_bpe sources hash to `expected` (the driver's
+    `code_fingerprint()`), else a message naming this node and its package directory."""
+    if code_fingerprint() == expected:
+        return None
+    import socket
 
-
-def dispatch(ray: Any, actors: list[Any], method: str, calls: Iterable[tuple[Any, ...]],
-              on_result: Callable[[Any], None]) -> dict[int, str]:
-    """Call `actor.method(*call)` for every call, keeping each actor busy, and pass each result to `on_result`.
-
-    Results are `(value, error message or None)`; the first element of each call is its index. After the first error,
-    no new call is sent; the calls in flight finish. Returns the error messages by call index.
-    """
-    calls = iter(calls)
-    pending: dict[Any, tuple[Any, int]] = {}
-    errors: dict[int, str] = {}
-
-    def send(actor: Any) -> None:
-        call = next(calls, None)
-        if call is not None:
-            pending[getattr(actor, method).remote(*call)] = (actor, call[0])
-
-    for actor in actors:
-        for _ in range(_IN_FLIGHT_PER_ACTOR):
-            send(actor)
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        actor, index = pending.pop(ready[0])
-        result = get(ray, ready[0], "a Ray worker failed")
-        if result[1] is not None:
-            errors[index] = result[1]
-        else:
-            on_result(result)
-        if not errors:
-            send(actor)
-    return errors
+    return (f"the hf_bpe on Ray node {socket.gethostname()} ({PACKAGE_DIR}) differs from the driver's: install the "
+            f"same version on every node, or ship the driver's with runtime_env={{'py_modules': [hf_bpe]}}")
 
 
 def get(ray: Any, ref: Any, what: str) -> Any:

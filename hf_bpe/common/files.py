@@ -5,7 +5,9 @@ time. A corpus path may also be an fsspec URL (`s3://bucket/corpus.txt`, `file:/
 is installed, so that every node of a cluster reads the same input (`open_binary`). A UTF-8 byte order mark is kept
 as the character U+FEFF, as Python's "utf-8" codec and the HF tokenizers
 trainer both keep it; a UTF-16 or UTF-32 byte order mark is refused up front (`check_input_files`), naming the
-encoding and how to convert the file.
+encoding and how to convert the file. A compressed file (gzip, bzip2, xz, zstd, zip) is not read transparently: its
+first invalid byte is reported as such ("decompress it first"), not as invalid UTF-8 (errors="replace" reads its
+bytes as asked).
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ def read_text(path: PathArg, start: int = 0, end: int | None = None, errors: str
     except UnicodeDecodeError as error:
         if start == 0:
             _check_no_other_encoding_mark(name, data[:4])
+            _check_not_compressed(name, data[:6])
         raise InputError(
             f"{name}: invalid UTF-8 at byte offset {start + error.start} ({error.reason}); "
             "to replace bad bytes with U+FFFD, pass errors=\"replace\" (CLI: --errors replace)"
@@ -203,6 +206,28 @@ def _check_no_other_encoding_mark(name: str, prefix: bytes) -> None:
             family = encoding[:6]
             raise InputError(f"{name}: starts with a {encoding} byte order mark: the file is {family}, not UTF-8; "
                              f"convert it first, e.g. `iconv -f {family} -t UTF-8 {name} > converted.txt`")
+
+
+# The magic numbers of compressed and archive formats: such a file is bytes, not text, and "replace" would train on
+# the compressed bytes.
+_COMPRESSED_MAGIC = [(b"\x1f\x8b", "gzip", "gunzip -k"), (b"BZh", "bzip2", "bunzip2 -k"),
+                     (b"\xfd7zXZ\x00", "xz", "unxz -k"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+                     (b"PK\x03\x04", "zip", "unzip")]
+
+
+def _check_not_compressed(name: str, prefix: bytes) -> None:
+    """InputError for a file that starts like a gzip, bzip2, xz, zstd or zip file.
+
+    >>> _check_not_compressed("corpus.txt.gz", b"\\x1f\\x8b\\x08\\x00")
+    Traceback (most recent call last):
+    ...
+    hf_bpe.common.errors.InputError: corpus.txt.gz: is gzip-compressed, not UTF-8 text: decompress it first (e.g. \
+`gunzip -k corpus.txt.gz`) and train on the text
+    """
+    for magic, kind, command in _COMPRESSED_MAGIC:
+        if prefix.startswith(magic) and not (kind == "bzip2" and not prefix[3:4].isdigit()):
+            raise InputError(f"{name}: is {kind}-compressed, not UTF-8 text: decompress it first (e.g. "
+                             f"`{command} {name}`) and train on the text")
 
 
 # The "replace" decoding error handler, also counting the bytes it replaces (per thread) for `find_invalid_utf8`.

@@ -4,18 +4,21 @@
 written into it) *before* training, so an output that cannot be written (a read-only mount, a path under a regular
 file, `/proc`) is reported before any counting instead of losing the trained tokenizer at the end.
 `created_directories` is how `tokenize-dataset` makes its `--out`: directories it created are removed again when the
-run fails. `describe_os_error` turns an `OSError` into the one-line "path: reason" the CLI prints.
+run fails. `publish_file` moves a finished file into place without ever overwriting one it was not asked to replace.
+Both commands hold the output's lock for the whole run (`hf_bpe.common.locks`), so concurrent runs on one output
+cannot both publish.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError, describe_os_error
+from hf_bpe.common.locks import output_lock, run_directory
 
 
 @contextmanager
@@ -94,43 +97,99 @@ def staging_directory(target: Path, replace: bool = False, min_free_bytes: int =
     """Build a directory under a temporary name next to `target` and move it into place only on success.
 
     The staging directory is created and written to on entry, so an unwritable `target` fails before the work. On any
-    error the staging directory (and parents created for it) are removed and `target` is left as it was. An existing
-    `target` (empty, or anything with `replace`) is swapped out and deleted only after the new one is in place.
+    error the staging directory (and parents created for it) are removed and `target` is left as it was. An empty
+    `target` is replaced by the rename; with `replace`, an existing `target` is moved aside and deleted only after the
+    new one is in place.
+
+    One run at a time: the output lock of `target` (`hf_bpe.common.locks`) is held until the new directory is in
+    place, so a second run on the same `target` fails at once. The staging directory is `.NAME.tmp-PID/NAME` next to
+    `target`; what a killed run leaves there is removed by the next run on `target`.
 
     >>> import tempfile
     >>> target = Path(tempfile.mkdtemp()) / "tok"
     >>> with staging_directory(target) as staging:
     ...     _ = (staging / "vocab.json").write_text("{}")
-    >>> [path.name for path in target.iterdir()]
-    ['vocab.json']
+    >>> [path.name for path in target.iterdir()], [path.name for path in target.parent.iterdir()]
+    (['vocab.json'], ['tok'])
     """
+    _check_target(target, replace)
+    with created_directories(target.parent, target), ExitStack() as stack:
+        try:
+            work = stack.enter_context(run_directory(target.parent, target.name))
+            staging = work / target.name
+            staging.mkdir()
+        except OSError as error:
+            raise InputError(f"{target}: cannot create the directory: {error.strerror or error}") from None
+        stack.enter_context(output_lock(target.parent, target.name, str(target)))
+        _check_target(target, replace)  # again: another run may have written it before this one took the lock
+        check_writable(staging, str(target), min_free_bytes)
+        yield staging
+        _move_into_place(staging, target, replace, work)
+
+
+def _check_target(target: Path, replace: bool) -> None:
     if target.exists() and not target.is_dir():
         raise InputError(f"{target}: exists and is not a directory")
     if target.is_dir() and not replace and any(target.iterdir()):
         raise InputError(f"{target}: directory exists and is not empty (use --force to replace it)")
-    with created_directories(target.parent, target):
-        staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        try:
-            staging.mkdir()
-        except OSError as error:
-            raise InputError(f"{target}: cannot create the directory: {error.strerror or error}") from None
-        try:
-            check_writable(staging, str(target), min_free_bytes)
-            yield staging
-            _move_into_place(staging, target, replace)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
 
 
-def _move_into_place(staging: Path, target: Path, replace: bool) -> None:
-    if not target.exists():
-        os.replace(staging, target)
+def _move_into_place(staging: Path, target: Path, replace: bool, work: Path) -> None:
+    """Rename `staging` to `target`. Without `replace`, rename(2) itself refuses a `target` that is no longer empty,
+    so even a writer that ignores the lock cannot be overwritten."""
+    old = work / ".replaced"
+    try:
+        if replace and target.exists():
+            os.rename(target, old)
+            try:
+                os.rename(staging, target)
+            except OSError:
+                os.rename(old, target)
+                raise
+        else:
+            os.rename(staging, target)
+    except OSError as error:
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            raise InputError(f"{target}: was written by another process meanwhile; nothing was written (use --force "
+                             f"to replace it)") from None
+        raise InputError(f"{target}: cannot move the new directory into place: {error.strerror or error} "
+                         f"(nothing was written)") from None
+
+
+def publish_file(temporary: Path, target: Path, replace: bool) -> None:
+    """Move the finished file `temporary` to `target`: over it with `replace`, else only if `target` does not exist.
+
+    Without `replace` the file is hard-linked into place (link(2) fails if the name exists, atomically, on NFS too)
+    and raises FileExistsError for an existing `target`; where hard links are not supported, the check and the
+    rename are two steps.
+
+    >>> import tempfile
+    >>> base = Path(tempfile.mkdtemp())
+    >>> _ = (base / "a.tmp").write_text("new"); _ = (base / "a").write_text("old")
+    >>> try:
+    ...     publish_file(base / "a.tmp", base / "a", replace=False)
+    ... except FileExistsError:
+    ...     print("refused")
+    refused
+    >>> publish_file(base / "a.tmp", base / "a", replace=True); (base / "a").read_text()
+    'new'
+    """
+    if replace:
+        os.replace(temporary, target)
         return
-    if not replace and any(target.iterdir()):
-        raise InputError(f"{target}: directory exists and is not empty (use --force to replace it)")
-    old = target.parent / f".{target.name}.old-{os.getpid()}"
-    os.replace(target, old)
-    os.replace(staging, target)
-    shutil.rmtree(old, ignore_errors=True)
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        raise
+    except OSError as error:
+        if error.errno not in _NO_HARD_LINKS:
+            raise
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target)) from None
+        os.rename(temporary, target)
+        return
+    os.unlink(temporary)
+
+
+# link(2) errors that mean "no hard links here" (FAT, some FUSE and network file systems).
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK)

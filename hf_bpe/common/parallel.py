@@ -14,6 +14,13 @@
   through the pool's initializer, instead of with every task.
 * `progress_bar(progress, ...)`: a tqdm bar shown when asked, or by default when stderr is a terminal. It starts no
   monitor thread, so it does not prevent forking.
+* `progress_from_workers(progress, ...)`: a bar in this process that follows a count forked workers add to, for
+  workers that a library starts (`datasets.map(num_proc=N)`), which report nothing back until they are done.
+* Workers never outlive their parent: each worker asks the kernel to kill it when its parent dies
+  (`exit_with_parent`, Linux's PR_SET_PDEATHSIG), and inside `children_exit_with_this_process()` so does every
+  process forked from the main thread, such as the pool and the manager process `datasets.map(num_proc=N)` starts.
+  Without it, a worker blocked on its queue after `kill -9` of the parent waits for good, holding its memory.
+  Not handled: other platforms, where a worker ends only when it next talks to its dead parent.
 
 >>> with process_pool(2, {"offset": 10}) as pool:
 ...     pool.map(_add_offset, [1, 2, 3])
@@ -22,6 +29,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import multiprocessing.context
@@ -30,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -69,10 +78,10 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
 
     `state` reaches each worker once (inherited with "fork", pickled once per worker with "spawn"). On normal exit
     the pool is closed and joined; on an exception (or Ctrl-C, which the workers leave to this process) its workers
-    are terminated.
+    are terminated. The workers die with this process (`exit_with_parent`).
     """
     pool = start_workers(lambda: multiprocessing_context().Pool(num_workers, initializer=_set_worker_state,
-                                                                  initargs=(state,)))
+                                                                  initargs=(state, os.getpid())))
     try:
         yield pool
     except BaseException:
@@ -116,6 +125,64 @@ def progress_bar(progress: bool | None, **tqdm_options: Any) -> Any:
     return _bar_class()(disable=not progress, **tqdm_options)
 
 
+# Shared counts of `progress_from_workers`, by key: forked workers inherit this dict, and so the shared values.
+_shared_counts: dict[str, Any] = {}
+# Held while the thread of `progress_from_workers` writes its bar, and by every fork: a child never starts with the
+# lock of stderr held by a thread that does not exist in the child.
+_bar_write_lock = threading.Lock()
+
+
+class WorkerProgress:
+    """What `progress_from_workers` yields: `add(n)` adds to the count, in this process or in a forked worker.
+
+    It pickles as a key, so it can travel with a task (as the function `datasets.map` pickles for its workers); in
+    a worker that was not forked from the bar's process, `add` does nothing.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def add(self, amount: int) -> None:
+        shared = _shared_counts.get(self.key)
+        if shared is not None:
+            with shared.get_lock():
+                shared.value += amount
+
+
+@contextmanager
+def progress_from_workers(progress: bool | None, **tqdm_options: Any) -> Iterator[WorkerProgress]:
+    """A progress bar (`progress_bar(progress, **tqdm_options)`) that follows the count of the `WorkerProgress`
+    yielded, as forked workers add to it; a thread of this process reads the count five times a second.
+
+    >>> with progress_from_workers(False, total=3) as done:
+    ...     done.add(3)
+    """
+    key = uuid.uuid4().hex
+    shared = multiprocessing.Value("q", 0)
+    _shared_counts[key] = shared
+    stop = threading.Event()
+    try:
+        with progress_bar(progress, **tqdm_options) as bar:
+
+            def follow() -> None:
+                while not stop.wait(0.2):
+                    with _bar_write_lock:
+                        bar.update(shared.value - bar.n)
+
+            thread = None if bar.disable else threading.Thread(target=follow, name="hf_bpe progress", daemon=True)
+            if thread is not None:
+                thread.start()
+            try:
+                yield WorkerProgress(key)
+            finally:
+                stop.set()
+                if thread is not None:
+                    thread.join()
+            bar.update(shared.value - bar.n)
+    finally:
+        del _shared_counts[key]
+
+
 _bar_classes: list[type] = []
 
 
@@ -143,13 +210,89 @@ def _other_threads() -> list[threading.Thread]:
 
 def leave_interrupts_to_the_parent() -> None:
     """In a worker process: ignore Ctrl-C (SIGINT, sent to the whole process group), so that only the parent handles
-    it, stopping its workers, instead of every worker printing a KeyboardInterrupt traceback."""
+    it, stopping its workers, instead of every worker printing a KeyboardInterrupt traceback. SIGTERM ends the worker
+    at once and quietly (a handler inherited from the parent would run the parent's clean-up in the worker)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _set_worker_state(state: Any) -> None:
+# --- workers end with their parent -----------------------------------------------------------------------------------
+
+_PR_SET_PDEATHSIG = 1
+_prctl: list[Any] = []  # libc's prctl, once loaded (empty: not loaded yet; [None]: not available)
+# Set in the parent while children_exit_with_this_process() is active; forked children inherit the value.
+_exit_with_parent_depth = 0
+# The process and whether its main thread is forking: recorded just before each fork, read in the child.
+_forking: tuple[int, bool] = (0, False)
+
+
+def exit_with_parent(parent_pid: int | None = None) -> None:
+    """In a child process: have the kernel send it SIGKILL when its parent dies (Linux; elsewhere nothing).
+
+    `parent_pid` is the parent it was started by: if that one is already gone (it died between the fork and this
+    call), the child exits now.
+    """
+    prctl = _load_prctl()
+    if prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
+@contextmanager
+def children_exit_with_this_process() -> Iterator[None]:
+    """Inside the block, every process forked from this process's main thread dies when this process dies, also
+    those a library forks (the pool and manager of `datasets.map(num_proc=N)`). Forks from other threads are left
+    alone: the kernel would kill their children as soon as the forking thread ends, not the process."""
+    global _exit_with_parent_depth
+    _load_prctl()
+    _exit_with_parent_depth += 1
+    try:
+        yield
+    finally:
+        _exit_with_parent_depth -= 1
+
+
+def _load_prctl() -> Any:
+    if not _prctl:
+        function = None
+        if sys.platform.startswith("linux"):
+            try:
+                function = ctypes.CDLL(None, use_errno=True).prctl
+                function.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            except (OSError, AttributeError):
+                function = None
+        _prctl.append(function)
+    return _prctl[0]
+
+
+def _before_fork() -> None:
+    global _forking
+    _bar_write_lock.acquire()
+    _forking = (os.getpid(), threading.current_thread() is threading.main_thread())
+
+
+def _after_fork_in_parent() -> None:
+    _bar_write_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    _bar_write_lock.release()
+    parent_pid, from_main_thread = _forking
+    if _exit_with_parent_depth and from_main_thread:
+        exit_with_parent(parent_pid)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+
+
+def _set_worker_state(state: Any, parent_pid: int) -> None:
     global _worker_state
     _worker_state = state
+    exit_with_parent(parent_pid)
     leave_interrupts_to_the_parent()
 
 
@@ -158,5 +301,6 @@ def _add_offset(value: int) -> int:
     return value + worker_state()["offset"]
 
 
-__all__ = ["default_num_workers", "leave_interrupts_to_the_parent", "multiprocessing_context", "process_pool",
-           "progress_bar", "start_workers", "worker_state"]
+__all__ = ["children_exit_with_this_process", "default_num_workers", "exit_with_parent",
+           "leave_interrupts_to_the_parent", "multiprocessing_context", "process_pool", "progress_bar",
+           "progress_from_workers", "start_workers", "worker_state", "WorkerProgress"]

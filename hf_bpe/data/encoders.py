@@ -46,16 +46,17 @@ class HFBPEEncoder:
     """
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Sequence[str] = ()) -> None:
+                 special_tokens: Sequence[str] = (), pattern: str | None = None) -> None:
         self.vocab, self.merges, self.special_tokens = vocab, list(merges), list(special_tokens)
+        self.pattern = pattern  # the directory's pre-tokenization pattern (None: GPT-2's)
         self.tokenizer: Tokenizer | None = None
 
     @classmethod
     def from_directory(cls, tokenizer_dir: PathArg, allow_special: bool = False) -> HFBPEEncoder:
         from hf_bpe.formats.hf_directory import load_tokenizer_directory
 
-        vocab, merges, special_tokens = load_tokenizer_directory(tokenizer_dir)
-        return cls(vocab, merges, special_tokens if allow_special else ())
+        vocab, merges, special_tokens = loaded = load_tokenizer_directory(tokenizer_dir)
+        return cls(vocab, merges, special_tokens if allow_special else (), loaded.pattern)
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
         # uint32 arrays: the ids never become Python ints, which cost more time than the encoding of code text.
@@ -71,13 +72,14 @@ class HFBPEEncoder:
 
     def _tokenizer(self) -> Tokenizer:
         if self.tokenizer is None:
-            self.tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens)
+            self.tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens, pattern=self.pattern)
         return self.tokenizer
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # map sends its function to the workers with dill, a pure-Python pickler that is slow on a large vocab;
         # the C pickler is fast, so dill only sees the bytes it made.
-        state = pickle.dumps((self.vocab, self.merges, self.special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
+        state = pickle.dumps((self.vocab, self.merges, self.special_tokens, self.pattern),
+                             protocol=pickle.HIGHEST_PROTOCOL)
         return _unpickle_encoder, (state,)
 
 
@@ -104,18 +106,20 @@ class ArrayTokenizer:
 
         directory = Path(tokenizer_dir)
         sha256 = tokenizer_directory_hash(directory)
-        vocab, merges, special_tokens = load_tokenizer_directory(directory)
+        vocab, merges, special_tokens = loaded = load_tokenizer_directory(directory)
         vocab_size = max(vocab) + 1
         eot_id = eot_token_id(directory, vocab, special_tokens)
         if append_eot and eot_id is None:
             raise InputError(f"{directory}: the tokenizer has no special tokens, so there is no end-of-text id to "
                              f"append (pass --no-append-eot to write the documents back to back)")
         return cls(directory, sha256, vocab_size, np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32), eot_id,
-                   HFBPEEncoder(vocab, merges, special_tokens if allow_special else ()))
+                   HFBPEEncoder(vocab, merges, special_tokens if allow_special else (), loaded.pattern))
 
 
 def tokenizer_directory_hash(directory: PathArg) -> str:
-    """sha256 over the files that define a tokenizer: vocab.json, merges.txt and tokenizer_config.json.
+    """sha256 over the files that define a tokenizer: vocab.json, merges.txt and tokenizer_config.json, and the
+    pre-tokenization pattern of tokenizer.json when it is not GPT-2's (so directories of GPT-2's pattern hash as
+    they did before patterns were kept).
 
     Each file's name and length go in before its bytes, so no two different directories hash alike.
     """
@@ -129,6 +133,12 @@ def tokenizer_directory_hash(directory: PathArg) -> str:
                              f"(vocab.json, merges.txt, tokenizer_config.json)") from None
         digest.update(f"{name}\0{len(content)}\0".encode())
         digest.update(content)
+    from hf_bpe.formats.hf_directory import read_directory_pattern
+    from hf_bpe.pretokenize import GPT2_PATTERN
+
+    pattern = read_directory_pattern(directory).encode()
+    if pattern != GPT2_PATTERN.encode():
+        digest.update(b"pattern\0%d\0%s" % (len(pattern), pattern))
     return digest.hexdigest()
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
+from hf_bpe.data.shards import is_count, load_sharded_tokens
 
 
 def check_output_split(out_dir: Path, split: str, force: bool) -> tuple[Path, Path]:
@@ -34,13 +35,20 @@ def check_output_split(out_dir: Path, split: str, force: bool) -> tuple[Path, Pa
     return bin_path, meta_path
 
 
-def load_tokens(out_dir: PathArg, split: str) -> np.ndarray:
+def load_tokens(out_dir: PathArg, split: str, *, verify: bool = True) -> np.ndarray:
     """Memory-map `out_dir/<split>.bin` with the dtype recorded in `out_dir/<split>.json`.
 
     Returns an `np.memmap` (a plain empty array when there are no tokens: an empty file cannot be mapped). Raises
-    InputError when a file is missing or the size does not match the recorded number of tokens. A split written in
-    shards by `--engine ray` (metadata `"layout": "shards"`) is read by `hf_bpe.data.shards.load_sharded_tokens` as one
-    array.
+    InputError when a file is missing, the metadata is malformed, or a size does not match the recorded number of
+    tokens. A split written in shards by `--engine ray` (metadata `"layout": "shards"`) is read by
+    `hf_bpe.data.shards.load_sharded_tokens` as one array.
+
+    The metadata may come from someone else: only files inside `out_dir` are read (a shard name with `..`, an
+    absolute path or a symlink leading out of `out_dir` is refused). With `verify` (the default), each shard's sha256
+    is checked against the metadata, which reads every byte once (about a second per GB): a corrupted or replaced
+    shard is an InputError rather than wrong training data. It is on by default because a check that must be asked
+    for protects no one; pass `verify=False` to skip it when loading files already checked (say, in each process of
+    a job). Not handled: the single `.bin` of the local engine records no checksum, so only its size is checked.
 
     >>> tokens = load_tokens("data", "train")  # doctest: +SKIP
     >>> tokens.dtype, len(tokens)  # doctest: +SKIP
@@ -48,9 +56,7 @@ def load_tokens(out_dir: PathArg, split: str) -> np.ndarray:
     """
     metadata = read_metadata(out_dir, split)
     if metadata.get("layout") == "shards":
-        from hf_bpe.data.shards import load_sharded_tokens
-
-        return load_sharded_tokens(out_dir, split, metadata)
+        return load_sharded_tokens(out_dir, split, metadata, verify=verify)
     bin_path = Path(out_dir) / f"{split}.bin"
     if not bin_path.is_file():
         raise InputError(f"{bin_path}: no such file (tokenize the split first)")
@@ -76,6 +82,7 @@ def read_metadata(out_dir: PathArg, split: str) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{meta_path}: not valid JSON ({error})") from None
     if not isinstance(metadata, dict) or metadata.get("dtype") not in ("uint16", "uint32") \
-            or not isinstance(metadata.get("num_tokens"), int):
-        raise InputError(f"{meta_path}: expected an object with 'dtype' (uint16 or uint32) and 'num_tokens'")
+            or not is_count(metadata.get("num_tokens")):
+        raise InputError(f"{meta_path}: expected an object with 'dtype' (uint16 or uint32) and 'num_tokens' (a "
+                         f"non-negative integer)")
     return metadata

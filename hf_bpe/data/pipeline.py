@@ -21,6 +21,10 @@ a map worker reads its range as arrow, turns only one group of about GROUP_CHARS
 Python strings (a longer document goes to the encoder in pieces), and appends the ids to its own file; the parent
 joins the files into the `.bin` in dataset order. The `.bin` is written under a temporary name and renamed only when
 complete, so an interrupted run never leaves a `.bin` that looks finished.
+
+One run at a time per split: a run holds the split's lock (`OUT/.SPLIT.lock`, `hf_bpe.common.locks`) from before the
+dataset loads until its files are in place, and builds them in its own `OUT/.SPLIT.tmp-PID`, which the next run on
+the split removes if a killed run left it behind. The map's worker processes die with this process.
 """
 
 from __future__ import annotations
@@ -29,12 +33,11 @@ import errno
 import json
 import os
 import pickle
-import shutil
 import signal
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -43,8 +46,16 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
-from hf_bpe.common.outputs import created_directories
-from hf_bpe.common.parallel import process_pool, progress_bar, worker_state
+from hf_bpe.common.locks import output_lock, run_directory
+from hf_bpe.common.outputs import created_directories, publish_file
+from hf_bpe.common.parallel import (
+    WorkerProgress,
+    children_exit_with_this_process,
+    process_pool,
+    progress_bar,
+    progress_from_workers,
+    worker_state,
+)
 from hf_bpe.data.encoders import GROUP_CHARS, ArrayTokenizer, BatchFlattener, TextEncoder, group_bounds, utf8_sizes
 from hf_bpe.data.load import check_output_split
 from hf_bpe.data.sources import (
@@ -86,43 +97,70 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
     source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
                            config=config, streaming=streaming, cache_dir=cache_dir)
 
-    with datasets_progress_bars(progress):
-        data = source.load()  # before --out is created: a dataset that does not load leaves nothing behind
-        with created_directories(out_dir):
-            work_dir = out_dir / f".{split}.tmp-{os.getpid()}"
-            shutil.rmtree(work_dir, ignore_errors=True)
-            work_dir.mkdir()
-            try:
-                temporary_bin = work_dir / bin_path.name
-                with open(temporary_bin, "wb") as file:
-                    if streaming:
-                        num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
-                    else:
-                        num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
-                                                      fingerprint=tokenizer_hash[:32])
-                if num_documents == 0:
-                    raise source.no_rows_error()
-                num_tokens = temporary_bin.stat().st_size // dtype.itemsize
-                metadata = {
-                    "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
-                    "eot_id": eot_id, "append_eot": append_eot, "allow_special": allow_special,
-                    "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer_dir),
-                    "tokenizer_sha256": tokenizer_hash,
-                    "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
-                    "text_column": text_column, "hf_bpe_version": __version__,
-                }
-                temporary_meta = work_dir / meta_path.name
-                temporary_meta.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-                # The old metadata goes first: in between, a .bin without .json is reported as incomplete.
-                meta_path.unlink(missing_ok=True)
-                os.replace(temporary_bin, bin_path)
-                os.replace(temporary_meta, meta_path)
-            except OSError as error:
-                raise InputError(f"{bin_path}: cannot write: {error.strerror or error} (nothing was written)"
-                                 ) from None
-            finally:
-                shutil.rmtree(work_dir, ignore_errors=True)
+    # --out is made and locked before the dataset loads (an output that cannot be written is reported before the
+    # input is converted to Arrow); directories made here are removed again if the run fails.
+    with datasets_progress_bars(progress), children_exit_with_this_process(), created_directories(out_dir), \
+            output_lock(out_dir, split, f"split {split!r} of {out_dir}"), _work_directory(out_dir, split) as work_dir:
+        check_output_split(out_dir, split, force)  # again: another run may have written it before the lock was ours
+        data = source.load()
+        try:
+            temporary_bin = work_dir / bin_path.name
+            with open(temporary_bin, "wb") as file:
+                if streaming:
+                    num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
+                else:
+                    num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
+                                                  fingerprint=tokenizer_hash[:32])
+            if num_documents == 0:
+                raise source.no_rows_error()
+            num_tokens = temporary_bin.stat().st_size // dtype.itemsize
+            metadata = {
+                "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
+                "eot_id": eot_id, "append_eot": append_eot, "allow_special": allow_special,
+                "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer_dir),
+                "tokenizer_sha256": tokenizer_hash,
+                "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
+                "text_column": text_column, "hf_bpe_version": __version__,
+            }
+            temporary_meta = work_dir / meta_path.name
+            temporary_meta.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+            _publish(temporary_bin, temporary_meta, bin_path, meta_path, force)
+        except FileExistsError as error:
+            raise InputError(f"{error.filename}: split {split!r} was written by another process meanwhile; nothing "
+                             f"was written (use --force to replace it)") from None
+        except OSError as error:
+            raise InputError(f"{bin_path}: cannot write: {error.strerror or error} (nothing was written)") from None
     return metadata
+
+
+@contextmanager
+def _work_directory(out_dir: Path, split: str) -> Iterator[Path]:
+    """This run's own directory in `out_dir` (`hf_bpe.common.locks.run_directory`), with the ids files and the
+    unfinished `.bin` and `.json`; leftovers of killed runs on the same split are removed first."""
+    with ExitStack() as stack:
+        try:
+            work_dir = stack.enter_context(run_directory(out_dir, split))
+        except OSError as error:
+            raise InputError(f"{out_dir / split}.bin: cannot write: {error.strerror or error} (nothing was written)"
+                             ) from None
+        yield work_dir
+
+
+def _publish(temporary_bin: Path, temporary_meta: Path, bin_path: Path, meta_path: Path, force: bool) -> None:
+    """Move the finished `.bin`, then its `.json`, into place; a split that exists is replaced only with `force`,
+    and never half: FileExistsError leaves neither file of this run in place."""
+    if force:
+        # The old metadata goes first: in between, a .bin without .json is reported as incomplete.
+        meta_path.unlink(missing_ok=True)
+        os.replace(temporary_bin, bin_path)
+        os.replace(temporary_meta, meta_path)
+        return
+    publish_file(temporary_bin, bin_path, replace=False)
+    try:
+        publish_file(temporary_meta, meta_path, replace=False)
+    except BaseException:
+        bin_path.unlink(missing_ok=True)  # this run's, linked a moment ago
+        raise
 
 
 # A dataset that pickles to at most this many bytes is memory-mapped (an in-memory one pickles its data).
@@ -140,8 +178,10 @@ class IdsToFiles:
     arrow, so only one group of them is ever Python.
     """
 
-    def __init__(self, flatten: BatchFlattener, directory: Path, texts: Any) -> None:
+    def __init__(self, flatten: BatchFlattener, directory: Path, texts: Any, done: WorkerProgress | None = None
+                 ) -> None:
         self.flatten, self.directory, self.texts = flatten, directory, texts.with_format("arrow")
+        self.done = done  # documents encoded, for the progress bar
         # A dataset memory-mapped from arrow files pickles as their names, and unpickled it maps them anew. Reading
         # each range through such a copy unmaps the pages read once the range is done: through one long-lived map,
         # every page a worker has read stays in its RSS (file-backed pages, but growing with the corpus).
@@ -166,6 +206,8 @@ class IdsToFiles:
             for name, value in (("first_row", first), ("ids_file", Path(file.name).name), ("start", start),
                                 ("stop", file.tell()), ("num_documents", last - first)):
                 row[name].append(value)
+            if self.done is not None:
+                self.done.add(last - first)
         file.flush()  # the pool may end this worker without closing its files
         return row
 
@@ -260,16 +302,19 @@ def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: 
     # run's work directory, so no reuse is possible or wanted; a given fingerprint spares datasets from hashing the
     # encoder (a dill pickle of the whole vocab). The ids go out through files (IdsToFiles), so the rows datasets
     # writes are a few numbers per range.
-    write_ids = IdsToFiles(flatten, work_dir, texts)
     starts, stops = zip(*ranges)
-    try:
-        with _interrupts_in_this_process_only():
-            mapped = datasets.Dataset.from_dict({"start": starts, "stop": stops}).map(
-                write_ids, batched=True, batch_size=1, num_proc=num_proc if num_proc > 1 else None,
-                remove_columns=["start", "stop"], cache_file_name=str(work_dir / "spans.arrow"),
-                load_from_cache_file=False, new_fingerprint=fingerprint, desc="tokenizing (row ranges)")
-    finally:
-        write_ids.close()
+    # The bar counts documents: datasets' own would count the row ranges this map runs over.
+    with progress_from_workers(progress, total=len(sizes), unit="doc", desc=f"tokenizing {Path(file.name).stem}"
+                               ) as done, datasets_progress_bars(False):
+        write_ids = IdsToFiles(flatten, work_dir, texts, done)
+        try:
+            with _interrupts_in_this_process_only():
+                mapped = datasets.Dataset.from_dict({"start": starts, "stop": stops}).map(
+                    write_ids, batched=True, batch_size=1, num_proc=num_proc if num_proc > 1 else None,
+                    remove_columns=["start", "stop"], cache_file_name=str(work_dir / "spans.arrow"),
+                    load_from_cache_file=False, new_fingerprint=fingerprint)
+        finally:
+            write_ids.close()
     # The rows of mapped are in range order, not dataset order: sorted by first row (an empty range sorts anywhere).
     columns = (mapped.data.column(name).to_pylist() for name in ("first_row", "ids_file", "start", "stop"))
     spans = list(_joined_spans((name, start, stop) for _, name, start, stop in

@@ -1,26 +1,40 @@
-"""tokenize-dataset on a Ray cluster: the same `.bin` as the local pipeline, written in shards.
+"""tokenize-dataset on a Ray cluster: the same `.bin` as the local pipeline, written in shards, streaming.
 
-`tokenize_dataset_ray(...)` reads a dataset with Ray Data, cuts its rows into shards of consecutive documents and
-has actors encode each shard and write `OUT/SPLIT/part-NNNNN.bin` (layout in `hf_bpe.data.shards`); the concatenated
-shards equal the single-machine `.bin` of `hf_bpe.data.pipeline.tokenize_dataset` exactly.
+`tokenize_dataset_ray(...)` reads the dataset on the driver with `datasets`, as the local pipeline does (streamed:
+a JSON-lines, Parquet, CSV or text file is parsed a chunk at a time, a `save_to_disk` directory memory-mapped), cuts
+its rows into shards of consecutive documents (`hf_bpe.data.shard_cuts`), puts each shard's text into Ray's object
+store, and has actors encode it and write `OUT/SPLIT/part-NNNNN.bin` (layout in `hf_bpe.data.shards`); the
+concatenated shards equal the single-machine `.bin` of `hf_bpe.data.pipeline.tokenize_dataset` exactly.
+
+Nothing holds the whole dataset: the driver reads a shard only when an actor is free for it, so the object store
+holds at most two shards per actor (each at most `shard_bytes` of text, or one longer document), and the actors'
+copies of them. Why not Ray Data's readers: its JSON reader parses each file whole in one worker (pyarrow's JSON
+reader does not stream), which put a 300 MB file into a 100 MB object store as one block; and reading with
+`datasets` gives the local engine's rows by construction. The cost: one process parses the input (pyarrow's JSON
+parser, hundreds of MB/s), which limits a cluster to the cores that encode that fast.
+
+Lost workers: a shard whose actor dies (its process killed, its node gone) is written again by another actor from
+the same object, which lives on the driver's node (`hf_bpe.cluster.workers`). A killed driver leaves the shards
+recorded in `OUT/SPLIT/manifest.json`, which `resume` keeps.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import math
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from hf_bpe.cluster.session import check_code_fingerprint, cluster_cpus, code_fingerprint, dispatch, ray_session
+from hf_bpe.cluster.session import cluster_cpus, code_fingerprint, ray_session
+from hf_bpe.cluster.workers import IN_FLIGHT_PER_ACTOR, ClusterWorker, WorkerPool
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import write_text_atomically
+from hf_bpe.common.parallel import progress_bar
+from hf_bpe.data.encoders import ArrayTokenizer, BatchFlattener
+from hf_bpe.data.load import check_output_split
+from hf_bpe.data.shard_cuts import ShardCutter, ShardRows
 from hf_bpe.data.shards import (
     LAYOUT,
     ShardManifest,
@@ -32,12 +46,17 @@ from hf_bpe.data.shards import (
     shard_name,
     write_shard,
 )
+from hf_bpe.data.sources import DatasetSource, missing_column_error
 
-# Without documents_per_shard, a split is cut into about this many shards (at most MAX_DOCUMENTS_PER_SHARD each).
-_TARGET_SHARDS = 64
 MAX_DOCUMENTS_PER_SHARD = 100_000
+# Without shard_bytes, a shard holds at most this much text, less when the driver's object store is small: the
+# shards in flight (IN_FLIGHT_PER_ACTOR per actor) may fill half of it.
+MAX_SHARD_BYTES = 32 << 20
+MIN_SHARD_BYTES = 1 << 20
 # The manifest is rewritten at most this often while shards finish (and always at the end).
 _MANIFEST_SAVE_SECONDS = 2.0
+# Rows read from the dataset at a time on the driver.
+_READ_ROWS = 1000
 
 
 def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, out_dir: str | os.PathLike[str], *,
@@ -45,69 +64,61 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
                          config: str | None = None, append_eot: bool = True, allow_special: bool = False,
                          batch_size: int = 1000, ray_address: str | None = None, resume: bool = False,
                          concatenate: bool = False, force: bool = False, progress: bool = True,
-                         documents_per_shard: int | None = None) -> dict[str, Any]:
+                         documents_per_shard: int | None = None, shard_bytes: int | None = None) -> dict[str, Any]:
     """Encode `dataset`'s `text_column` on a Ray cluster into `out_dir/<split>/part-NNNNN.bin` + `out_dir/<split>.json`.
 
-    The dataset is named as for `hf_bpe.data.pipeline.tokenize_dataset`: Parquet and JSON-lines files (`--dataset
-    parquet|json
-    --data-files ...`, or one such file) are read by Ray Data on the workers; a `save_to_disk` directory, a Hub name or
-    another builder is loaded with `datasets` and handed to Ray Data as Arrow tables (as `ray.data.from_huggingface`
-    does), from the driver. The rows are read into the object store (spilled to disk past its memory) before encoding
-    starts. Paths must be readable by every node (shared filesystem or URLs), and `out_dir` must be a shared
-    directory: workers write the shards.
+    The dataset is named as for `hf_bpe.data.pipeline.tokenize_dataset` and read on the driver (see the module
+    docstring); `out_dir` must be a directory every node can write (shared filesystem): actors write the shards.
 
-    Shard k holds documents [k * R, (k + 1) * R) with R = `documents_per_shard` (default: the split cut into about 64
-    shards, at most 100,000 documents each), so the concatenated shards equal the single-machine `.bin`. Progress is
-    recorded in `out_dir/<split>/manifest.json` as shards finish; with `resume`, shards whose file still has the
-    recorded sha256 are kept. `concatenate` also writes `out_dir/<split>.bin`. Returns the metadata written.
+    A shard holds consecutive documents: as many as fit in `shard_bytes` of UTF-8 text (at least one) and at most
+    `documents_per_shard` (default 100,000), so the concatenated shards equal the single-machine `.bin`; the cuts
+    depend only on the rows, and are recorded. Progress is recorded in `out_dir/<split>/manifest.json` as shards
+    finish; with `resume`, shards whose file still has the recorded sha256 are kept (the dataset is read again,
+    the kept shards are not encoded again). `concatenate` also writes `out_dir/<split>.bin`. `batch_size` is
+    accepted for the local engine's sake: the actors encode in groups of text (`BatchFlattener.encode_table`).
+    Returns the metadata written.
     """
     from hf_bpe._version import __version__
-    from hf_bpe.data.pipeline import ArrayTokenizer, check_output_split
-    from hf_bpe.data.sources import DatasetSource
 
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
-    if documents_per_shard is not None and documents_per_shard < 1:
-        raise InputError(f"documents_per_shard must be at least 1, got {documents_per_shard}")
+    for name, value in (("documents_per_shard", documents_per_shard), ("shard_bytes", shard_bytes)):
+        if value is not None and value < 1:
+            raise InputError(f"{name} must be at least 1, got {value}")
     out_dir = Path(out_dir)
     check_output_split(out_dir, split, force=True)  # the split is a file name; what exists is checked below
     tokenizer = ArrayTokenizer.load(tokenizer_dir, append_eot, allow_special)
-    tokenizer_dir, tokenizer_hash, vocab_size, dtype, eot_id, encoder = (
-        tokenizer.directory, tokenizer.sha256, tokenizer.vocab_size, tokenizer.dtype, tokenizer.eot_id,
-        tokenizer.encoder)
     source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
-                           config=config)
-    job = {"tokenizer_sha256": tokenizer_hash, "dataset": dataset, "config": config,
+                           config=config, streaming=_can_stream(dataset, split))
+    job = {"tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
            "data_files": list(data_files or []), "split": split, "text_column": text_column,
-           "append_eot": append_eot, "allow_special": allow_special, "dtype": dtype.name}
-    previous = _resumable_manifest(out_dir, split, job, documents_per_shard) if resume else None
+           "append_eot": append_eot, "allow_special": allow_special, "dtype": tokenizer.dtype.name}
+    previous = _resumable_manifest(out_dir, split, job, documents_per_shard, shard_bytes) if resume else None
     if previous is None:  # a new run (--resume with nothing to resume too) replaces a written split only with force
         check_output_split(out_dir, split, force)
+    data = source.load()  # checked before the cluster is reached; a streamed dataset is only opened here
 
     with ray_session(ray_address) as ray:
-        blocks, block_rows = _read_blocks(ray, source)
-        num_rows = sum(block_rows)
-        if num_rows == 0:
-            raise source.no_rows_error()
-        manifest = _start_manifest(out_dir, split, job, previous, documents_per_shard, num_rows)
-        rows_per_shard = manifest.job["documents_per_shard"]
-        num_shards = math.ceil(num_rows / rows_per_shard)
-        todo = [index for index in range(num_shards)
-                if not _is_done(manifest, index, num_rows, dtype.itemsize)]
-        for index in todo:
-            manifest.shards.pop(index, None)
-        _write_shards(ray, manifest, todo, blocks, block_rows, num_rows,
-                      _ShardEncoder(encoder, text_column, eot_id if append_eot else None, dtype, batch_size), progress)
+        workers = cluster_cpus(ray)
+        manifest = _start_manifest(out_dir, split, job, previous, documents_per_shard,
+                                   shard_bytes or _default_shard_bytes(ray, workers))
+        flatten = BatchFlattener(tokenizer.encoder, text_column, tokenizer.eot_id if append_eot else None,
+                                 tokenizer.dtype)
+        num_shards = _write_shards(ray, manifest, _text_tables(data, source), flatten, workers, progress)
+    if num_shards == 0:
+        raise source.no_rows_error()
+    _drop_shards_from(manifest, num_shards)
 
     records = [manifest.shards[index] for index in range(num_shards)]
     metadata = {
-        "layout": LAYOUT, "dtype": dtype.name, "num_tokens": sum(record.num_tokens for record in records),
+        "layout": LAYOUT, "dtype": tokenizer.dtype.name, "num_tokens": sum(record.num_tokens for record in records),
         "num_documents": sum(record.num_documents for record in records),
-        "eot_id": eot_id, "append_eot": append_eot, "allow_special": allow_special, "vocab_size": vocab_size,
-        "tokenizer": str(tokenizer_dir), "tokenizer_sha256": tokenizer_hash, "dataset": dataset, "config": config,
+        "eot_id": tokenizer.eot_id, "append_eot": append_eot, "allow_special": allow_special,
+        "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer.directory),
+        "tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
         "data_files": list(data_files or []), "split": split, "text_column": text_column,
-        "hf_bpe_version": __version__, "documents_per_shard": rows_per_shard,
-        "shards": shard_list(split, records), "concatenated": None,
+        "hf_bpe_version": __version__, "documents_per_shard": manifest.job["documents_per_shard"],
+        "shard_bytes": manifest.job["shard_bytes"], "shards": shard_list(split, records), "concatenated": None,
     }
     if concatenate:
         metadata["concatenated"] = concatenate_shards(out_dir, split, metadata).name
@@ -115,17 +126,33 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
     return metadata
 
 
-def _is_done(manifest: ShardManifest, index: int, num_rows: int, itemsize: int) -> bool:
-    """Whether shard `index` is recorded for the rows it must hold and its file still has the recorded checksum."""
-    record = manifest.shards.get(index)
-    rows = manifest.job["documents_per_shard"]
-    return (record is not None and record.first_row == index * rows
-            and record.num_documents == min(num_rows, (index + 1) * rows) - index * rows
-            and shard_is_intact(manifest.directory / shard_name(index), record, itemsize))
+def _can_stream(dataset: str, split: str) -> bool:
+    """Whether `datasets` can stream this dataset (read it a chunk at a time): everything but a `save_to_disk`
+    directory (memory-mapped, which is as good) and a sliced split such as "train[:10%]" (not streamable)."""
+    path = Path(dataset)
+    saved = path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file())
+    return not saved and "[" not in split
 
 
-def _resumable_manifest(out_dir: Path, split: str, job: dict[str, Any], documents_per_shard: int | None
-                        ) -> ShardManifest | None:
+def _text_tables(data: Any, source: Any) -> Iterator[Any]:
+    """The text column of the dataset as Arrow tables of up to `_READ_ROWS` rows, in dataset order."""
+    for table in data.with_format("arrow").iter(batch_size=_READ_ROWS):
+        if source.text_column not in table.column_names:
+            raise missing_column_error(source.text_column, table.column_names)
+        yield table.select([source.text_column])
+
+
+def _default_shard_bytes(ray: Any, workers: int) -> int:
+    """MAX_SHARD_BYTES, or less so that the shards in flight fill at most half the driver node's object store."""
+    node_id = ray.get_runtime_context().get_node_id()
+    store = next((node["Resources"].get("object_store_memory", 0) for node in ray.nodes()
+                  if node["NodeID"] == node_id), 0) or ray.cluster_resources().get("object_store_memory", 0)
+    fitting = int(store / 2 / (IN_FLIGHT_PER_ACTOR * workers + 1))
+    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, fitting))
+
+
+def _resumable_manifest(out_dir: Path, split: str, job: dict[str, Any], documents_per_shard: int | None,
+                        shard_bytes: int | None) -> ShardManifest | None:
     """The manifest of an earlier run of the same job, or None when there is none; InputError when the recorded run
     was a different job (another tokenizer, dataset, option or shard size), checked before any work."""
     directory = shard_directory(out_dir, split)
@@ -133,202 +160,120 @@ def _resumable_manifest(out_dir: Path, split: str, job: dict[str, Any], document
     if previous is None:
         return None
     recorded = dict(previous.job)
-    recorded_rows = recorded.pop("documents_per_shard", None)
-    if recorded != job or (documents_per_shard is not None and documents_per_shard != recorded_rows):
-        changed = sorted(key for key in set(job) | set(recorded) if job.get(key) != recorded.get(key))
+    recorded_sizes = {name: recorded.pop(name, None) for name in ("documents_per_shard", "shard_bytes")}
+    asked = {"documents_per_shard": documents_per_shard, "shard_bytes": shard_bytes}
+    changed = sorted(key for key in set(job) | set(recorded) if job.get(key) != recorded.get(key))
+    changed += [name for name, value in asked.items() if value is not None and value != recorded_sizes[name]]
+    if changed or None in recorded_sizes.values():
         raise InputError(f"{previous.path}: --resume, but the recorded run differs "
-                         f"({', '.join(changed) or 'documents_per_shard'}); use --force to start again")
+                         f"({', '.join(changed) or 'shard sizes'}); use --force to start again")
     return previous
 
 
 def _start_manifest(out_dir: Path, split: str, job: dict[str, Any], previous: ShardManifest | None,
-                    documents_per_shard: int | None, num_rows: int) -> ShardManifest:
+                    documents_per_shard: int | None, shard_bytes: int) -> ShardManifest:
     """The manifest of this run: `previous` when resuming, else a new one over an emptied OUT/SPLIT.
     OUT/SPLIT.json and OUT/SPLIT.bin go first, so nothing looks finished until this run ends."""
     directory = shard_directory(out_dir, split)
     (out_dir / f"{split}.json").unlink(missing_ok=True)
     (out_dir / f"{split}.bin").unlink(missing_ok=True)
     directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.iterdir():  # shards being written when a run was killed; all shards unless resuming
-        if stale.is_file() and (stale.name.startswith(".part-") or previous is None and (
-                stale.name.startswith("part-") or stale.name == "manifest.json")):
-            stale.unlink()
+    _remove_partial_files(directory, all_shards=previous is None)
     if previous is not None:
         return previous
-    rows = documents_per_shard or min(MAX_DOCUMENTS_PER_SHARD, max(1, math.ceil(num_rows / _TARGET_SHARDS)))
-    manifest = ShardManifest(directory, {**job, "documents_per_shard": rows})
+    manifest = ShardManifest(directory, {**job, "documents_per_shard": documents_per_shard or MAX_DOCUMENTS_PER_SHARD,
+                                         "shard_bytes": shard_bytes})
     manifest.save()
     return manifest
 
 
-def _read_blocks(ray: Any, source: Any) -> tuple[list[Any], list[int]]:
-    """The dataset's rows as ObjectRefs to Arrow tables in dataset order, and the number of rows of each.
-
-    One execution of the dataset: the text column is checked on the blocks themselves (asking Ray Data for the schema
-    first would read the data once more)."""
-    import ray.data
-
-    context = ray.data.DataContext.get_current()
-    saved = context.execution_options.preserve_order, context.enable_progress_bars
-    context.execution_options.preserve_order = True  # blocks in dataset order: the shards depend on it
-    context.enable_progress_bars = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
-    try:
-        blocks = _ray_dataset(ray, source).to_arrow_refs()
-    finally:
-        context.execution_options.preserve_order, context.enable_progress_bars = saved
-    block_info = ray.remote(num_cpus=0.1)(_block_info)
-    infos = ray.get([block_info.remote(block, source.text_column) for block in blocks])
-    for _, columns in infos:
-        if columns is not None:
-            from hf_bpe.data.sources import missing_column_error
-
-            raise missing_column_error(source.text_column, columns)
-    return blocks, [rows for rows, _ in infos]
+def _remove_partial_files(directory: Path, all_shards: bool) -> None:
+    """Remove the temporary files of shards being written when a run (or a worker) was killed; with `all_shards`,
+    the shards and manifest of an earlier run too."""
+    for stale in directory.iterdir():
+        if stale.is_file() and (stale.name.startswith(".part-") or all_shards and (
+                stale.name.startswith("part-") or stale.name == "manifest.json")):
+            stale.unlink(missing_ok=True)
 
 
-def _block_info(table: Any, text_column: str) -> tuple[int, list[str] | None]:
-    """(rows, None), or (rows, the block's columns) when it has rows but no `text_column`."""
-    missing = table.num_rows and text_column not in table.column_names
-    return table.num_rows, list(table.column_names) if missing else None
+def _drop_shards_from(manifest: ShardManifest, num_shards: int) -> None:
+    """Forget the shards numbered `num_shards` and up (an earlier run of a longer dataset), and remove their files
+    and the temporary files lost workers left."""
+    for index in [index for index in manifest.shards if index >= num_shards]:
+        del manifest.shards[index]
+        (manifest.directory / shard_name(index)).unlink(missing_ok=True)
+    manifest.save()
+    _remove_partial_files(manifest.directory, all_shards=False)
 
 
-def _ray_dataset(ray: Any, source: Any) -> Any:
-    """A Ray Dataset of the source: Parquet and JSON lines read by Ray Data itself, anything else through datasets."""
-    import ray.data
-
-    files = list(source.data_files)
-    builder = source.name
-    if not files and Path(source.name).is_file():
-        builder, files = Path(source.name).suffix.lower().lstrip("."), [source.name]
-        builder = {"jsonl": "json"}.get(builder, builder)
-    readers = {"parquet": ray.data.read_parquet, "json": ray.data.read_json}
-    # A split with a slice ("train[:10%]") or a configuration is a datasets feature: then datasets loads it.
-    if builder in readers and files and source.config is None and "[" not in source.split:
-        paths = _expand_data_files(files)
-        try:
-            return readers[builder](paths, file_extensions=None)
-        except Exception as error:  # pyarrow and Ray raise many types for unreadable files
-            raise InputError(f"could not read {source.describe()} with Ray Data: {' '.join(str(error).split())}"
-                             ) from None
-    # What ray.data.from_huggingface does with a local datasets.Dataset, without its first step: a Hub lookup of
-    # the dataset's name (network access, and aiohttp, which ray[data] does not install).
-    return ray.data.from_arrow(source.load().with_format("arrow")[:])
+def _is_done(manifest: ShardManifest, shard: ShardRows, itemsize: int) -> bool:
+    """Whether `shard` is recorded for the same rows and its file still has the recorded checksum."""
+    record = manifest.shards.get(shard.index)
+    return (record is not None and record.first_row == shard.first_row and record.num_documents == shard.num_rows
+            and shard_is_intact(manifest.directory / shard_name(shard.index), record, itemsize))
 
 
-def _expand_data_files(files: list[str]) -> list[str]:
-    """Local glob patterns expanded in sorted order (as `datasets` does), checked to exist; URLs unchanged."""
-    import glob
-
-    paths = []
-    for file in files:
-        if "://" in file:
-            paths.append(file)
-        elif any(char in file for char in "*?["):
-            matches = sorted(glob.glob(file, recursive=True))
-            if not matches:
-                raise InputError(f"{file}: no data file matches")
-            paths.extend(os.path.abspath(match) for match in matches)
-        elif not Path(file).is_file():
-            raise InputError(f"{file}: no such data file")
-        else:
-            paths.append(os.path.abspath(file))
-    return paths
-
-
-class _ShardEncoder:
-    """Encodes rows of the text column into ids (eot after each document), in batches, as `data.tokenize_dataset`."""
-
-    def __init__(self, encoder: Any, text_column: str, eot_id: int | None, dtype: np.dtype, batch_size: int) -> None:
-        from hf_bpe.data.pipeline import BatchFlattener
-
-        self.flatten = BatchFlattener(encoder, text_column, eot_id, dtype)
-        self.text_column, self.batch_size = text_column, batch_size
-
-    def batches(self, tables: Iterable[Any], first_row: int) -> Iterator[np.ndarray]:
-        row = first_row
-        for table in tables:
-            for start in range(0, table.num_rows, self.batch_size):
-                texts = table.column(self.text_column).slice(start, self.batch_size).to_pylist()
-                yield self.flatten.encode({self.text_column: texts}, row)
-                row += len(texts)
-
-
-class _EncodingWorker:
+class _EncodingWorker(ClusterWorker):
     """A Ray actor holding one encoder (its cache stays warm from shard to shard) that writes shards."""
 
-    def __init__(self, shard_encoder: _ShardEncoder, fingerprint: str) -> None:
-        check_code_fingerprint(fingerprint)
-        self.shard_encoder = shard_encoder
+    def __init__(self, flatten: Any, fingerprint: str) -> None:
+        super().__init__(fingerprint)
+        self.flatten = flatten
 
-    def write(self, index: int, path: str, first_row: int, slices: list[tuple[int, int]], *tables: Any
-              ) -> tuple[ShardRecord | None, str | None]:
-        """Encode rows `slices[i]` of `tables[i]` (documents first_row...) into the shard file at `path`."""
-        parts = [table.slice(start, end - start) for table, (start, end) in zip(tables, slices)]
+    def write(self, path: str, first_row: int, table: Any) -> tuple[ShardRecord | None, str | None]:
+        """Encode the rows of `table` (documents first_row...) into the shard file at `path`."""
         try:
-            record = write_shard(path, self.shard_encoder.batches(parts, first_row),
-                                 num_documents=sum(end - start for start, end in slices), first_row=first_row)
+            record = write_shard(path, self.flatten.encode_table(table, first_row), num_documents=table.num_rows,
+                                 first_row=first_row)
             return record, None
         except InputError as error:
             return None, str(error)
 
 
-def _shard_pieces(first_row: int, end_row: int, block_starts: list[int], block_rows: list[int]
-                  ) -> list[tuple[int, int, int]]:
-    """(block index, start, end) row ranges within blocks that make up rows [first_row, end_row) of the dataset.
+def _write_shards(ray: Any, manifest: ShardManifest, tables: Iterator[Any], flatten: Any, workers: int,
+                  progress: bool) -> int:
+    """Cut the rows into shards and have the actors write those not done yet, recording each in the manifest.
+    Returns the number of shards of the dataset."""
+    cutter = ShardCutter(manifest.job["documents_per_shard"], manifest.job["shard_bytes"])
+    itemsize = int(flatten.dtype.itemsize)
+    kept = 0
+    shard_sizes: dict[int, int] = {}
 
-    >>> _shard_pieces(3, 7, [0, 5, 5, 9], [5, 0, 4, 2])
-    [(0, 3, 5), (2, 0, 2)]
-    """
-    pieces = []
-    for block, (start, rows) in enumerate(zip(block_starts, block_rows)):
-        low, high = max(first_row, start), min(end_row, start + rows)
-        if low < high:
-            pieces.append((block, low - start, high - start))
-    return pieces
-
-
-def _write_shards(ray: Any, manifest: ShardManifest, todo: list[int], blocks: list[Any], block_rows: list[int],
-                  num_rows: int, shard_encoder: _ShardEncoder, progress: bool) -> None:
-    """Have one encoding actor per cluster CPU write the shards in `todo`, recording each in the manifest."""
-    from tqdm.auto import tqdm
-
-    if not todo:
-        return
-    rows = manifest.job["documents_per_shard"]
-    block_starts = np.concatenate([[0], np.cumsum(block_rows)[:-1]]).astype(int).tolist()
-    actor_class = ray.remote(num_cpus=1)(_EncodingWorker)
-    encoder_ref = ray.put(shard_encoder)
-    actors = [actor_class.remote(encoder_ref, code_fingerprint()) for _ in range(min(cluster_cpus(ray), len(todo)))]
-
-    def calls() -> Iterator[tuple[Any, ...]]:
-        for index in todo:
-            first, end = index * rows, min(num_rows, (index + 1) * rows)
-            pieces = _shard_pieces(first, end, block_starts, block_rows)
-            yield (index, str(manifest.directory / shard_name(index)), first,
-                   [(start, stop) for _, start, stop in pieces], *(blocks[block] for block, _, _ in pieces))
+    def calls() -> Iterator[tuple[int, tuple[Any, ...]]]:
+        nonlocal kept
+        for shard in cutter.shards(tables):
+            if _is_done(manifest, shard, itemsize):
+                kept += 1
+                continue
+            manifest.shards.pop(shard.index, None)
+            shard_sizes[shard.index] = shard.num_bytes
+            yield shard.index, (str(manifest.directory / shard_name(shard.index)), shard.first_row,
+                                ray.put(shard.table))
 
     last_save = 0.0  # the first finished shard is recorded at once, later ones every _MANIFEST_SAVE_SECONDS
-    with tqdm(total=num_rows, initial=num_rows - sum(min(num_rows, (i + 1) * rows) - i * rows for i in todo),
-              desc=f"tokenizing {manifest.directory.name}", unit="doc", disable=not progress) as bar:
+    pool = WorkerPool(ray, _EncodingWorker, (ray.put(flatten), code_fingerprint()), workers,
+                      what="tokenize-dataset", rerun="rerun with --resume: the finished shards are kept",
+                      call_name="shard")
+    with progress_bar(progress, desc=f"tokenizing {manifest.directory.name}", unit="B", unit_scale=True) as bar:
 
-        def record(result: tuple[ShardRecord, None]) -> None:
+        def record(index: int, shard: ShardRecord) -> None:
             nonlocal last_save
-            shard = result[0]
-            manifest.record(shard.first_row // rows, shard)
-            bar.update(shard.num_documents)
+            manifest.record(index, shard)
+            bar.update(shard_sizes.pop(index))
+            bar.set_postfix_str(f"{len(manifest.shards)} shards ({kept} kept), {cutter.rows:,} documents read",
+                                refresh=False)
             if time.monotonic() - last_save > _MANIFEST_SAVE_SECONDS:
                 manifest.save()
                 last_save = time.monotonic()
 
         try:
-            errors = dispatch(ray, actors, "write", calls(), record)
+            errors = pool.run(calls(), "write", record)
         finally:
             manifest.save()  # even after Ctrl-C: the shards finished so far are kept by --resume
-            for actor in actors:
-                ray.kill(actor)
+            pool.close()
     if errors:
         raise InputError(errors[min(errors)])
+    return cutter.num_shards
 
 
-__all__ = ["MAX_DOCUMENTS_PER_SHARD", "tokenize_dataset_ray"]
+__all__ = ["MAX_DOCUMENTS_PER_SHARD", "MAX_SHARD_BYTES", "tokenize_dataset_ray"]

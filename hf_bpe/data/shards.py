@@ -182,27 +182,110 @@ def concatenate_shards(out_dir: PathArg, split: str, metadata: dict[str, Any]) -
     return target
 
 
-def load_sharded_tokens(out_dir: PathArg, split: str, metadata: dict[str, Any]) -> np.ndarray | ShardedTokens:
-    """The token ids of a sharded split as one array-like, checked against the sizes in `metadata` (OUT/SPLIT.json).
+def load_sharded_tokens(out_dir: PathArg, split: str, metadata: dict[str, Any], *, verify: bool = True
+                        ) -> np.ndarray | ShardedTokens:
+    """The token ids of a sharded split as one array-like, checked against `metadata` (OUT/SPLIT.json).
 
     Returns an `np.memmap` over OUT/SPLIT.bin when the run wrote one (`--concatenate`), else a `ShardedTokens` that
-    memory-maps each shard and concatenates them lazily. Raises InputError for a missing shard or a size that differs
-    from the metadata.
+    memory-maps each shard and concatenates them lazily. Raises InputError naming the metadata file and the entry for
+    a malformed shard entry or a file name outside `out_dir`, and naming the file for a missing shard, a size that
+    differs from the metadata, or (with `verify`, see `hf_bpe.data.load.load_tokens`) bytes whose sha256 differs.
     """
     out_dir = Path(out_dir)
+    meta_path = out_dir / f"{split}.json"
     dtype = np.dtype(metadata["dtype"])
     shards = metadata.get("shards")
     if metadata.get("layout") != LAYOUT or not isinstance(shards, list):
-        raise InputError(f"{out_dir / split}.json: not a sharded layout (no \"layout\": \"shards\" and shard list)")
-    total = sum(shard["num_tokens"] for shard in shards)
+        raise InputError(f"{meta_path}: not a sharded layout (no \"layout\": \"shards\" and shard list)")
+    entries = [_checked_entry(out_dir, meta_path, index, shard) for index, shard in enumerate(shards)]
+    total = sum(num_tokens for _, num_tokens, _ in entries)
     if total != metadata["num_tokens"]:
-        raise InputError(f"{out_dir / split}.json: the shards hold {total} tokens but num_tokens is "
+        raise InputError(f"{meta_path}: the shards hold {total} tokens but num_tokens is "
                          f"{metadata['num_tokens']}; rerun the tokenization")
     concatenated = metadata.get("concatenated")
     if concatenated:
-        return _checked_memmap(out_dir / concatenated, dtype, total, f"{split}.json")
-    return ShardedTokens([_checked_memmap(out_dir / shard["file"], dtype, shard["num_tokens"], f"{split}.json")
-                          for shard in shards], dtype)
+        path = path_inside(out_dir, concatenated, meta_path, "concatenated")
+        whole = _checked_memmap(path, dtype, total, meta_path.name)
+        if verify:
+            _verify_spans(path, [(num_tokens * dtype.itemsize, sha256) for _, num_tokens, sha256 in entries],
+                          meta_path.name)
+        return whole
+    arrays = []
+    for path, num_tokens, sha256 in entries:
+        arrays.append(_checked_memmap(path, dtype, num_tokens, meta_path.name))
+        if verify:
+            _verify_spans(path, [(num_tokens * dtype.itemsize, sha256)], meta_path.name)
+    return ShardedTokens(arrays, dtype)
+
+
+def is_count(value: Any) -> bool:
+    """Whether a JSON value is a number of things: a non-negative integer (not a bool).
+
+    >>> is_count(3), is_count(-1), is_count(True), is_count(2.0)
+    (True, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def path_inside(out_dir: Path, name: Any, described_by: Path, entry: str) -> Path:
+    """`out_dir / name` for a file name read from `described_by`, refused unless it stays inside `out_dir`.
+
+    >>> path_inside(Path("out"), "train/part-00000.bin", Path("out/train.json"), "shard 0").as_posix()
+    'out/train/part-00000.bin'
+    >>> path_inside(Path("out"), "../../etc/passwd", Path("out/train.json"), "shard 0")
+    Traceback (most recent call last):
+    ...
+    hf_bpe.common.errors.InputError: out/train.json: shard 0: '../../etc/passwd' is not a file name inside out; \
+only files inside the directory are read
+    """
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{described_by}: {entry}: the file name must be a non-empty string, got {name!r}")
+    relative = Path(name)
+    path = out_dir / relative
+    if relative.is_absolute() or ".." in relative.parts \
+            or not path.resolve().is_relative_to(out_dir.resolve()):  # a symlink leading out counts too
+        raise InputError(f"{described_by}: {entry}: {name!r} is not a file name inside {out_dir}; only files inside "
+                         f"the directory are read")
+    return path
+
+
+def _checked_entry(out_dir: Path, meta_path: Path, index: int, shard: Any) -> tuple[Path, int, str]:
+    """(path, number of tokens, sha256) of the metadata's shard entry `index`, or an InputError naming it."""
+    if not isinstance(shard, dict):
+        preview = repr(shard)
+        raise InputError(f"{meta_path}: shard entry {index} is {type(shard).__name__} "
+                         f"{preview if len(preview) <= 60 else preview[:57] + '...'}, not an object")
+    name = f"shard entry {index}" + (f" ({shard['file']})" if isinstance(shard.get("file"), str) else "")
+    for key, valid, expected in (("file", lambda value: isinstance(value, str), "a file name"),
+                                 ("num_tokens", is_count, "a non-negative integer"),
+                                 ("sha256", _is_sha256, "64 hexadecimal digits")):
+        if key not in shard:
+            raise InputError(f"{meta_path}: {name} has no {key!r}")
+        if not valid(shard[key]):
+            raise InputError(f"{meta_path}: {name}: {key!r} must be {expected}, got {shard[key]!r}")
+    return path_inside(out_dir, shard["file"], meta_path, name), shard["num_tokens"], shard["sha256"]
+
+
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(char in "0123456789abcdef" for char in value.lower())
+
+
+def _verify_spans(path: Path, spans: list[tuple[int, str]], described_by: str) -> None:
+    """Check that `path` is the concatenation of spans (byte length, sha256), reading it once in 4 MB blocks."""
+    with open(path, "rb") as file:
+        for length, expected in spans:
+            digest = hashlib.sha256()
+            remaining = length
+            while remaining:
+                block = file.read(min(_HASH_BLOCK, remaining))
+                if not block:
+                    break
+                digest.update(block)
+                remaining -= len(block)
+            if digest.hexdigest() != expected.lower():
+                raise InputError(f"{path}: sha256 differs from the one {described_by} records: the file changed "
+                                 f"after it was written (rerun the tokenization with --force, or load it with "
+                                 f"verify=False to read it as it is)")
 
 
 def _checked_memmap(path: Path, dtype: np.dtype, num_tokens: int, described_by: str) -> np.ndarray:

@@ -94,8 +94,9 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
     try:
         # The data files become the split named by --split (without a slice such as "[:10%]").
         mapped_files = {split.split("[", 1)[0]: files} if files else None
-        loaded = datasets.load_dataset(builder, config, data_files=mapped_files, split=split, streaming=streaming,
-                                       cache_dir=cache_dir)
+        with _datasets_errors_not_logged():  # they are reported below, on one line
+            loaded = datasets.load_dataset(builder, config, data_files=mapped_files, split=split,
+                                           streaming=streaming, cache_dir=cache_dir)
     except InputError:
         raise
     except StopIteration:  # the json builder on an empty file
@@ -104,10 +105,77 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
         message = " ".join(str(error).split()) or type(error).__name__
         if "corresponds to no data" in message:  # the csv builder on a header without rows
             raise source.no_rows_error() from None
+        where = first_json_error(files) if builder == "json" else None
+        if where is not None:  # datasets says only "An error occurred while generating the dataset"
+            raise InputError(where) from None
         raise InputError(f"could not load dataset {dataset!r} split {split!r}: {message}") from None
     if not streaming and len(loaded) == 0:
         raise source.no_rows_error()
     return loaded
+
+
+@contextmanager
+def _datasets_errors_not_logged() -> Iterator[None]:
+    import datasets
+
+    level = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        datasets.logging.set_verbosity(level)
+
+
+def first_json_error(files: Sequence[str]) -> str | None:
+    """Where the first JSON error of the local data `files` is ("FILE: line N: ..."), or None if none is found.
+
+    A file that starts with `[` is one JSON document; any other is JSON lines, one object per line (blank lines
+    allowed). Globs are expanded; URLs and compressed files are not read. Reads until the first error, so a bad line
+    deep in a large file takes a while to find: this runs only after loading has failed.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "docs.jsonl"
+    >>> _ = path.write_text('{"text": "a"}\\n\\n{"text": "b" "c"}\\n')
+    >>> first_json_error([str(path)]).split(": ", 1)[1]
+    "line 3: not valid JSON (Expecting ',' delimiter at column 14)"
+    """
+    import glob
+
+    for pattern in files:
+        if "://" in pattern:
+            continue
+        for name in sorted(glob.glob(pattern)) if any(char in pattern for char in "*?[") else [pattern]:
+            if Path(name).suffix.lower() in (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4"):
+                continue
+            try:
+                where = _json_error_in(Path(name))
+            except (OSError, UnicodeDecodeError):
+                continue
+            if where is not None:
+                return f"{name}: {where}"
+    return None
+
+
+def _json_error_in(path: Path) -> str | None:
+    with open(path, encoding="utf-8") as file:
+        start = file.read(4096).lstrip()
+        file.seek(0)
+        if start.startswith("["):
+            try:
+                json.load(file)
+            except json.JSONDecodeError as error:
+                return f"line {error.lineno}, column {error.colno}: not valid JSON ({error.msg})"
+            return None
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line.rstrip("\r\n"))  # columns of this line, not of a line after its newline
+            except json.JSONDecodeError as error:
+                return f"line {number}: not valid JSON ({error.msg} at column {error.colno})"
+            if not isinstance(row, dict):
+                return f"line {number}: a row of JSON lines must be an object, got {type(row).__name__}"
+    return None
 
 
 def _load_saved(path: Path, source: DatasetSource, streaming: bool) -> Any:

@@ -28,24 +28,27 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
+from hf_bpe.encode.decoding import join_tokens
+from hf_bpe.encode.long_words import LONG_WORD_BYTES, merge_long_word_packed
 from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch_packed, merge_ids
+from hf_bpe.encode.stream_cuts import last_safe_cut
 from hf_bpe.formats.gpt2 import load_gpt2_merges_numbered, load_gpt2_vocab
+from hf_bpe.formats.tiktoken_files import load_tiktoken
 from hf_bpe.pretokenize import (
-    GPT2_ASCII_REGEX,
-    GPT2_REGEX,
-    SAFE_SPACE_REGEX,
+    GPT2_PATTERN,
     SpecialTokenSplitter,
+    compile_pattern,
+    preset_name,
     replace_surrogates,
-    safe_segments,
+    resolve_pattern,
     validate_special_tokens,
 )
 
 #: Default bound, in bytes, of a Tokenizer's cache (keys, packed ids and hash tables, as `sys.getsizeof` counts).
 DEFAULT_CACHE_BYTES = 256 << 20
 # New pre-tokens are merged once this many misses have gathered (or at the end of a call): numpy's batch merge pays
-# more the larger the batch (see hf_bpe.encode.merge_kernels; 16,384 ran 3-7% faster than 4,096 in a first pass over
-# en_gcide), and
-# the ids held back meanwhile are the call's own, which it returns anyway.
+# its per-call cost once per batch (see hf_bpe.encode.merge_kernels), and the ids held back meanwhile are the call's
+# own, which it returns anyway.
 _PENDING_BATCH = 16384
 # encode_iterable encodes the buffered text once it holds this many characters.
 _STREAM_WINDOW = 1 << 16
@@ -56,17 +59,22 @@ _MIN_PARALLEL_LENGTH = 1 << 20
 
 
 class Tokenizer:
-    """Byte-level BPE encoder and decoder: GPT-2 pre-tokenization, then merges applied lowest rank first.
+    """Byte-level BPE encoder and decoder: pre-tokenization (GPT-2's pattern unless `pattern` names a preset of
+    `hf_bpe.PATTERNS` or gives regex text), then merges applied lowest rank first.
 
     `cache_bytes` bounds the memory of the encoder's cache (default 256 MiB); encoding speed does not depend on it
-    as long as the distinct pre-tokens of the text at hand fit (about 1.3 million at the default).
+    as long as the distinct pre-tokens of the text at hand fit (about 1.3 million at the default). A custom pattern
+    has no safe cut (`hf_bpe.pretokenize.patterns`): `encode_iterable` then holds each document (text between special
+    tokens) whole before encoding it.
     """
 
     def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Sequence[str] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 special_tokens: Sequence[str] | None = None, *, pattern: str | None = None,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self._vocab: dict[int, bytes] = dict(vocab)
         self._merges: list[tuple[bytes, bytes]] = [(bytes(left), bytes(right)) for left, right in merges]
         self._special_tokens: list[str] = validate_special_tokens(special_tokens)
+        self._pattern = resolve_pattern(pattern)
         if not isinstance(cache_bytes, int) or cache_bytes < 0:
             raise ValueError(f"cache_bytes must be a non-negative int, got {cache_bytes!r}")
         self.cache_bytes = cache_bytes
@@ -95,6 +103,7 @@ class Tokenizer:
         self._special_id_bytes = {special: pack_ids([(token_id,)])[0]
                                   for special, token_id in self._special_ids.items()}
         self._splitter = SpecialTokenSplitter(self._special_tokens)
+        self._pretokenizer = compile_pattern(self._pattern)
         self._byte_ids: dict[int, int] = {byte: self._token_ids[bytes([byte])] for byte in range(256)
                                           if bytes([byte]) in self._token_ids}
         # (left id, right id) -> rank, and rank -> id of the merged token.
@@ -114,22 +123,42 @@ class Tokenizer:
 
     @classmethod
     def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
-                   special_tokens: Sequence[str] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
-                   ) -> Tokenizer:
-        """Load GPT-2 `vocab.json` and `merges.txt`; token ids are the ones in the file.
+                   special_tokens: Sequence[str] | None = None, *, pattern: str | None = None,
+                   cache_bytes: int = DEFAULT_CACHE_BYTES) -> Tokenizer:
+        """Load GPT-2 `vocab.json` and `merges.txt`; token ids are the ones in the file. The files do not hold the
+        pre-tokenization pattern: give it as `pattern` (a directory's `tokenizer.json` has it, see
+        `hf_bpe.formats.hf_directory.read_directory_pattern`).
 
         Raises InputError naming the file and line for a corrupt file or a merge that does not fit the vocab.
         """
         vocab = load_gpt2_vocab(vocab_json)
         merges, line_numbers = load_gpt2_merges_numbered(merges_txt)
         try:
-            return cls(vocab, merges, special_tokens, cache_bytes=cache_bytes)
+            return cls(vocab, merges, special_tokens, pattern=pattern, cache_bytes=cache_bytes)
         except _MergeError as error:
             raise InputError(f"{merges_txt}: line {line_numbers[error.rank]}: {error.args[0]}") from None
         except ValueError as error:
             raise InputError(f"{vocab_json}: {error}") from None
 
+    @classmethod
+    def from_tiktoken(cls, path: str | os.PathLike[str], pattern: str | None,
+                      special_tokens: Mapping[str, int] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
+                      ) -> Tokenizer:
+        """Load a `.tiktoken` file: ranks are ids, merges derived from them, each special token at its given id (see
+        `hf_bpe.formats.tiktoken_files`). The file has no pattern: pass tiktoken's, e.g. "cl100k" for cl100k_base."""
+        vocab, merges, specials = load_tiktoken(path, special_tokens)
+        return cls(vocab, merges, specials, pattern=pattern, cache_bytes=cache_bytes)
+
     # ------------------------------------------------------------------------------------------------- properties
+
+    @property
+    def pattern(self) -> str:
+        """The pre-tokenization pattern's regex text (`hf_bpe.pretokenize.preset_name` gives a preset's name).
+
+        >>> preset_name(Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="gpt4").pattern)
+        'cl100k'
+        """
+        return self._pattern
 
     @property
     def vocab(self) -> Mapping[int, bytes]:
@@ -267,9 +296,9 @@ class Tokenizer:
             pending_length = 0
             start = 0
             while len(buffer) - start >= _STREAM_WINDOW:
-                cut = _last_safe_cut(buffer, start, start + _STREAM_WINDOW, self._splitter)
+                cut = last_safe_cut(buffer, start, start + _STREAM_WINDOW, self._splitter, self._pretokenizer.safe_cut)
                 if cut == start:
-                    cut = _last_safe_cut(buffer, start, len(buffer), self._splitter)
+                    cut = last_safe_cut(buffer, start, len(buffer), self._splitter, self._pretokenizer.safe_cut)
                     if cut == start:
                         break
                 yield buffer[start:cut]
@@ -290,7 +319,7 @@ class Tokenizer:
         replaced.
         """
         # Encoding allocates millions of small objects (the cache's keys and values) and no reference cycles: with the
-        # cyclic garbage collector paused, a first pass over text runs 10% faster (it would otherwise traverse the
+        # cyclic garbage collector paused, a first pass over text runs faster (it would otherwise traverse the
         # growing cache again and again). It resumes, and catches up, when the call returns.
         collecting = gc.isenabled()
         gc.disable()
@@ -301,8 +330,18 @@ class Tokenizer:
                 gc.enable()
 
     def _encode_segments(self, texts: list[str]) -> list[bytes]:
+        """The packed ids of each text, built from *parts*: a special token's id, or a segment's pre-tokens' ids.
+
+        The invariant: a part holds one marker (`PENDING_IDS`) per pre-token that was missing from the cache when the
+        part was looked up, in text order, and those pre-tokens are `cache.waiting[first:]` from the `first` recorded
+        with the part in `marked`, up to the next marked part's `first`. `_fill_marked` merges every waiting
+        pre-token and replaces each part's markers with their ids, so no marker survives past this method: it runs
+        whenever `_PENDING_BATCH` pre-tokens wait, and once at the end.
+        """
         cache = self._cache
         lookup, waiting = cache.__getitem__, cache.waiting
+        pretokenizer = self._pretokenizer
+        findall_ascii, findall = pretokenizer.findall_ascii, pretokenizer.findall
         split_keeping = self._splitter.split_keeping if self._splitter else None
         results: list[list[bytes]] = []  # per text, the ids of its segments and special tokens
         marked: list[tuple[list[bytes], int, int]] = []  # (segments' ids, index, its first marker in `waiting`)
@@ -313,9 +352,10 @@ class Tokenizer:
                 if index % 2:
                     parts.append(self._special_id_bytes[part])
                     continue
-                for segment in (part,) if len(part) <= _SEGMENT_CHARS else safe_segments(part, _SEGMENT_CHARS):
+                batches = (((findall_ascii if part.isascii() else findall)(part),) if len(part) <= _SEGMENT_CHARS
+                           else pretokenizer.pretoken_batches(part, _SEGMENT_CHARS))
+                for pretokens in batches:
                     before = len(waiting)
-                    pretokens = (GPT2_ASCII_REGEX if segment.isascii() else GPT2_REGEX).findall(segment)
                     parts.append(b"".join(map(lookup, pretokens)))
                     if len(waiting) != before:
                         marked.append((parts, len(parts) - 1, before))
@@ -327,18 +367,37 @@ class Tokenizer:
         return [parts[0] if len(parts) == 1 else b"".join(parts) for parts in results]
 
     def _merge_pretokens(self, pretokens: list[str]) -> list[bytes]:
-        """The ids of each pre-token (as `pack_ids` packs them): one numpy batch for many
-        (hf_bpe.encode.merge_kernels), else one
-        at a time."""
-        words = list(map(str.encode, pretokens))
+        return self.merge_pretoken_bytes(list(map(str.encode, pretokens)))
+
+    def merge_pretoken_bytes(self, words: Sequence[bytes]) -> list[bytes]:
+        """The ids of each pre-token given as its bytes, packed as `hf_bpe.encode.cache.pack_ids` packs them (read
+        them with `np.frombuffer(..., ID_DTYPE)`): one numpy batch for many (hf_bpe.encode.merge_kernels), else one at
+        a time. The words are not pre-tokenized again and not cached (e.g. the distinct pre-tokens of training counts).
+
+        >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+        >>> [unpack_ids(ids) for ids in tokenizer.merge_pretoken_bytes([b"abc", b"\\xff"])]
+        [[256, 99], [255]]
+        """
+        if any(len(word) > LONG_WORD_BYTES for word in words):  # giant pre-tokens: in bounded memory
+            short = iter(self.merge_pretoken_bytes([word for word in words if len(word) <= LONG_WORD_BYTES]))
+            return [self._merge_long_word(word) if len(word) > LONG_WORD_BYTES else next(short) for word in words]
         if len(words) >= MIN_BATCH_MERGE:
-            if self._batch_tables is None:
-                self._batch_tables = BatchTables(self._byte_ids, self._pair_ranks, self._merged_ids)
             try:
-                return merge_batch_packed(words, self._batch_tables, ID_DTYPE)
+                return merge_batch_packed(words, self._tables(), ID_DTYPE)
             except MissingByteError:
                 pass  # the scalar path below names the pre-token
         return pack_ids(list(map(self._merge_word, words)))
+
+    def _tables(self) -> BatchTables:
+        if self._batch_tables is None:
+            self._batch_tables = BatchTables(self._byte_ids, self._pair_ranks, self._merged_ids)
+        return self._batch_tables
+
+    def _merge_long_word(self, word: bytes) -> bytes:
+        """One giant pre-token's packed ids: `hf_bpe.encode.long_words` (about 20 bytes per byte of it), else (merges
+        that are not monotone, a byte without a token: named there) the heap kernel (over 100 bytes per byte)."""
+        packed = merge_long_word_packed(word, self._tables(), ID_DTYPE)
+        return packed if packed is not None else pack_ids([self._merge_word(word)])[0]
 
     def _merge_word(self, word: bytes) -> tuple[int, ...]:
         """Merge the bytes of one pre-token."""
@@ -358,87 +417,47 @@ class Tokenizer:
     # --------------------------------------------------------------------------------------------------- decoding
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Decode ids to text; byte sequences that are not valid UTF-8 become U+FFFD."""
-        if not isinstance(ids, (list, tuple)):
-            ids = list(ids)
-        try:
-            data = b"".join(map(self._vocab.__getitem__, ids))
-        except (KeyError, TypeError):
-            for token_id in ids:
-                self.id_to_token(token_id)
-            raise
-        return data.decode("utf-8", errors="replace")
+        """Decode ids (a list, a numpy array, any iterable of ints) to text; byte sequences that are not valid UTF-8
+        become U+FFFD.
+
+        Memory (`hf_bpe.encode.decoding`): besides the ids and the returned str, the text's UTF-8 bytes once and what
+        `bytes.decode` needs to build the str: about 3.5 bytes per id for ASCII English with GPT-2's vocab (3 bytes
+        of text per id), up to 10 when the str takes 4 bytes per character; one join of all ids took 77-91.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode(np.array([104, 105], dtype=np.uint32))
+        'hi'
+        """
+        return join_tokens(ids, self._vocab.__getitem__, self.id_to_token).decode("utf-8", errors="replace")
 
     # --------------------------------------------------------------------------------------------------- pickling
 
     def __getstate__(self) -> dict[str, Any]:
         return {"vocab": self._vocab, "merges": self._merges, "special_tokens": self._special_tokens,
-                "cache_bytes": self.cache_bytes}
+                "cache_bytes": self.cache_bytes, "pattern": self._pattern}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._vocab = dict(state["vocab"])
         self._merges = list(state["merges"])
         self._special_tokens = list(state["special_tokens"])
         self.cache_bytes = state.get("cache_bytes", DEFAULT_CACHE_BYTES)
+        self._pattern = state.get("pattern", GPT2_PATTERN)
         self._build()
 
     def __repr__(self) -> str:
+        pattern = "" if self._pattern == GPT2_PATTERN else f", pattern={preset_name(self._pattern) or self._pattern!r}"
         return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self._merges)}, "
-                f"special_tokens={self._special_tokens!r})")
+                f"special_tokens={self._special_tokens!r}{pattern})")
 
 
 def _fill_marked(cache: PretokenCache, marked: list[tuple[list[bytes], int, int]]) -> None:
-    """Merge the pre-tokens waiting in the cache and replace the markers in the marked segments' ids (see
-    `Tokenizer._encode_texts`)."""
+    """Merge the pre-tokens waiting in the cache and replace the markers in the marked parts' ids (the invariant is
+    stated on `Tokenizer._encode_segments`)."""
     waiting = cache.waiting[:]
     values = cache.resolve()
     ends = [start for _, _, start in marked[1:]] + [len(waiting)]
     for (parts, index, start), end in zip(marked, ends):
         parts[index] = replace_markers(parts[index], list(map(values.__getitem__, waiting[start:end])))
     marked.clear()
-
-
-def _last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSplitter) -> int:
-    """The largest safe cut p with start <= p <= limit in `text` (a buffer whose text may continue), or start.
-
-    `limit` is lowered so that every special token or pre-token boundary decided before p is decided by text
-    that is already in the buffer.
-    """
-    limit = min(limit, len(text) - splitter.longest - 2)
-    if limit <= start:
-        return start
-    segment_start, segment_end = start, len(text)
-    for match in splitter.finditer(text, start):
-        if match.start() > limit:
-            segment_end = match.start()
-            break
-        if match.end() > limit:
-            return match.start() if match.start() > start else match.end()
-        segment_start = match.end()
-    # A safe space at p needs its following non-whitespace character inside the same segment.
-    space = _last_safe_space(text, segment_start, min(limit, segment_end - 2))
-    return max(space, segment_start)
-
-
-def _last_safe_space(text: str, low: int, high: int) -> int:
-    """The largest p with low <= p <= high, text[p] == " " and text[p + 1] not whitespace, or -1.
-
-    Searches backwards from `high` in growing windows so that the cost is proportional to the distance scanned.
-
-    >>> _last_safe_space("a b c  d", 0, 6), _last_safe_space("a b", 0, 0)
-    (6, -1)
-    """
-    width = 256
-    while high >= low:
-        window_start = max(low, high - width)
-        last = -1
-        for match in SAFE_SPACE_REGEX.finditer(text, window_start, high + 2):
-            last = match.start()
-        if last >= 0 or window_start == low:
-            return last
-        high = window_start
-        width *= 4
-    return -1
 
 
 class _MergeError(ValueError):

@@ -1,8 +1,10 @@
 """Model cards (`README.md`) for saved tokenizer directories, in the HuggingFace Hub format.
 
 A card is a YAML header (library, tags, languages) and markdown: how the tokenizer was trained (corpus, vocab size,
-special tokens, time, hardware), how well it compresses each evaluation corpus (UTF-8 bytes per token, measured with
-the hf_bpe encoder), a few sentences shown token by token, and how to load it.
+special tokens, time, hardware), how well it compresses each evaluation corpus against baselines such as GPT-2's
+(UTF-8 bytes per token, tokens per word, share of the vocabulary used: `hf_bpe.evaluation.evaluate`), its
+under-trained tokens (`hf_bpe.evaluation.token_counts`), plots (`hf_bpe.evaluation.plots`, PNG files beside the card,
+shown the way the Hub shows images: a relative link), a few sentences shown token by token, and how to load it.
 
     hf-bpe card tok/ --eval-corpus valid.txt --language en
 
@@ -24,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg, write_text_atomically
+from hf_bpe.evaluation.viewer import show_tokens
 
 # What `hf-bpe train` records about a training run, next to the tokenizer files; the card reads it.
 TRAINING_INFO_FILE = "hf_bpe_training.json"
@@ -44,47 +49,69 @@ EXAMPLE_SENTENCES = {
     "ja": "外は雨が降っているので、猫はソファで寝ています。",
     "zh": "外面下着雨，猫在沙发上睡觉。",
 }
-# Whitespace made visible in the token-by-token view.
-VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+# The baselines a card compares with, the name of the card's own tokenizer in its tables and plots, and its plots.
+DEFAULT_BASELINES = ("gpt2",)
+THIS_TOKENIZER = "this tokenizer"
+PLOT_FILES = {"compression": "bytes_per_token.png", "lengths": "token_lengths.png", "coverage": "coverage.png"}
 
 
 @dataclass(frozen=True)
-class Compression:
-    """How one corpus encodes: its size in UTF-8 bytes, its number of tokens, and bytes per token."""
+class CardData:
+    """What a card shows, gathered and checked before anything is drawn or written."""
 
-    path: Path
-    num_bytes: int
-    num_tokens: int
+    directory: Path
+    info: dict[str, Any]
+    tokenizer: Any
+    merges: int
+    token_counts: np.ndarray | None
+    evaluations: list[Any]  # hf_bpe.evaluation.evaluate.Evaluation: this tokenizer and the baselines on each corpus
+    language: Sequence[str]
+    license: str | None
+    datasets: list[str]
+    title: str | None
 
     @property
-    def bytes_per_token(self) -> float:
-        return self.num_bytes / self.num_tokens if self.num_tokens else 0.0
+    def special_ids(self) -> set[int]:
+        return {self.tokenizer.token_to_id(token) for token in self.tokenizer.special_tokens}
 
 
 def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
-                     title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None
+                     title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None,
+                     baselines: Sequence[str] = DEFAULT_BASELINES, plots: bool = True, progress: bool | None = False
                      ) -> Path:
     """Write `directory/README.md` (atomically) describing the tokenizer saved there, and return its path.
 
     `training_info` defaults to `directory/hf_bpe_training.json` (written by `hf-bpe train`); whatever is missing is
-    reported as "unknown". Each eval corpus is encoded whole with the hf_bpe encoder (special tokens count as one
-    token each) to report its bytes per token. `license` (a Hub license id) and `datasets` (Hub dataset ids) go into
-    the metadata header; they default to the `license` and `dataset_names` of the training record.
+    reported as "unknown". Each eval corpus is encoded with the hf_bpe encoder and with each of `baselines` (names
+    as `hf_bpe.evaluation.baselines.resolve_baseline` takes them) to report bytes per token, tokens per word and the
+    share of the vocabulary used (`hf_bpe.evaluation.evaluate`). The under-trained tokens come from the token counts
+    that `hf-bpe train` stores (`hf_bpe.evaluation.token_counts`). With `plots` and matplotlib installed, PNG plots
+    are drawn into the directory and shown in the card; without matplotlib the card says how to get them.
+    `license` (a Hub license id) and `datasets` (Hub dataset ids) go into the metadata header; they default to the
+    `license` and `dataset_names` of the training record.
     """
-    directory = Path(directory)
-    card = render_model_card(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
-                             title=title, license=license, datasets=datasets)
-    return write_text_atomically(directory / "README.md", card)
+    from hf_bpe.evaluation.plots import matplotlib_available
+
+    data = gather_card_data(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
+                            title=title, license=license, datasets=datasets, baselines=baselines, progress=progress)
+    images = _draw_plots(data) if plots and matplotlib_available() else None
+    return write_text_atomically(data.directory / "README.md", _render(data, images, plots))
 
 
-def render_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
-                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
-                      title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None
-                      ) -> str:
-    """The text of the model card of a saved tokenizer directory (see `write_model_card`)."""
-    from hf_bpe.encode.tokenizer import Tokenizer
-    from hf_bpe.formats.hf_directory import load_tokenizer_directory
+def render_model_card(directory: PathArg, **options: Any) -> str:
+    """The text of the model card of a saved tokenizer directory (`write_model_card`'s options), without plots."""
+    return _render(gather_card_data(directory, **options), None, False)
+
+
+def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (), language: Sequence[str] = (),
+                     training_info: dict[str, Any] | None = None, title: str | None = None,
+                     license: str | None = None, datasets: Sequence[str] | None = None,
+                     baselines: Sequence[str] = DEFAULT_BASELINES, progress: bool | None = False) -> CardData:
+    """Check the options and the directory, then evaluate the corpora (the long part) for `write_model_card`."""
+    from hf_bpe.evaluation.baselines import NamedTokenizer, load_directory_tokenizer, resolve_baseline
+    from hf_bpe.evaluation.evaluate import check_corpora, evaluate
+    from hf_bpe.evaluation.token_counts import load_token_counts
 
     for code in language:
         if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
@@ -94,24 +121,72 @@ def render_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (
     license = license if license is not None else info.get("license")
     datasets = list(datasets if datasets is not None else info.get("dataset_names") or [])
     check_card_metadata(license, datasets)
-    vocab, merges, special_tokens = load_tokenizer_directory(directory)
-    tokenizer = Tokenizer(vocab, merges, special_tokens)
-    compressions = [measure_compression(tokenizer, corpus) for corpus in eval_corpora]
-    num_byte_tokens = sum(len(token) == 1 for token in vocab.values())
+    tokenizer = load_directory_tokenizer(directory)
+    token_counts = load_token_counts(directory, info, tokenizer.vocab_size)
+    evaluations = []
+    if eval_corpora:
+        check_corpora(eval_corpora)
+        compared = [NamedTokenizer(THIS_TOKENIZER, tokenizer), *map(resolve_baseline, dict.fromkeys(baselines))]
+        evaluations = evaluate(compared, eval_corpora, progress=progress)
+    return CardData(directory, info, tokenizer, len(tokenizer.merges), token_counts, evaluations, language, license,
+                    datasets, title)
+
+
+def _render(data: CardData, images: list[tuple[str, str]] | None, plots_asked: bool) -> str:
+    """The card's text; `images` are the (file, description) of the plots drawn, None if none were drawn."""
+    from hf_bpe.evaluation.token_counts import under_trained_section
+
+    vocab = data.tokenizer.vocab
+    num_byte_tokens = sum(len(token) == 1 for token_id, token in vocab.items() if token_id not in data.special_ids)
     coverage = ("Any text encodes (there is no unknown token) and decodes back exactly." if num_byte_tokens == 256
                 else "Some bytes have no token, so not every text can be encoded.")
+    num_special = len(data.tokenizer.special_tokens)
     sections = [
-        _yaml_header(language, license, datasets),
-        f"# {title or 'Byte-level BPE tokenizer'}\n\n"
+        _yaml_header(data.language, data.license, data.datasets),
+        f"# {data.title or 'Byte-level BPE tokenizer'}\n\n"
         f"A GPT-2 style byte-level BPE tokenizer with {len(vocab):,} tokens, trained with hf_bpe: "
-        f"{num_byte_tokens} byte tokens, {len(merges):,} merges and {len(special_tokens)} special "
-        f"token{'s' if len(special_tokens) != 1 else ''}. {coverage}",
-        _training_section(directory, info, tokenizer, special_tokens),
-        _compression_section(compressions, info),
-        _examples_section(tokenizer, language),
-        _usage_section(special_tokens),
+        f"{num_byte_tokens} byte tokens, {data.merges:,} merges and {num_special} special "
+        f"token{'s' if num_special != 1 else ''}. {coverage}",
+        _training_section(data.directory, data.info, data.tokenizer, data.tokenizer.special_tokens),
+        _compression_section(data.evaluations, data.info),
+        under_trained_section(data.token_counts, vocab, data.special_ids),
+        _plots_section(images, plots_asked),
+        _examples_section(data.tokenizer, data.language),
+        _usage_section(data.tokenizer.special_tokens, data.tokenizer.pattern),
     ]
     return "\n\n".join(section.strip("\n") for section in sections) + "\n"
+
+
+def _draw_plots(data: CardData) -> list[tuple[str, str]]:
+    """Draw the card's plots into its directory: [(file name, description)]."""
+    from hf_bpe.evaluation import plots
+
+    images = []
+    if data.evaluations:
+        plots.plot_bytes_per_token(data.evaluations, data.directory / PLOT_FILES["compression"],
+                                   title="Bytes per token: this tokenizer and baselines")
+        images.append((PLOT_FILES["compression"], "Bytes per token on each evaluation corpus, against the baselines"))
+    plots.plot_token_lengths(data.tokenizer.vocab, sorted(data.special_ids), data.directory / PLOT_FILES["lengths"])
+    images.append((PLOT_FILES["lengths"], "How many tokens have each length in bytes"))
+    counts = {"training corpus": data.token_counts} if data.token_counts is not None else {}
+    counts.update((result.corpus.path.name, result.token_counts) for result in data.evaluations
+                  if result.tokenizer.name == THIS_TOKENIZER)
+    if counts:
+        plots.plot_coverage(counts, data.directory / PLOT_FILES["coverage"])
+        images.append((PLOT_FILES["coverage"], "Share of each corpus covered by its k most frequent tokens"))
+    return images
+
+
+def _plots_section(images: list[tuple[str, str]] | None, plots_asked: bool) -> str:
+    from hf_bpe.evaluation.plots import PLOTS_HINT
+
+    if images:
+        return "## Plots\n\n" + "\n\n".join(f"![{description}]({name})" for name, description in images)
+    if plots_asked:
+        return (f"## Plots\n\nPlots need matplotlib, which was not installed when this card was written: `{PLOTS_HINT}`"
+                ", then `hf-bpe card DIR --eval-corpus FILE` draws them.")
+    return ("## Plots\n\nNo plots yet: `hf-bpe card DIR --eval-corpus FILE` draws bytes per token against baselines, "
+            f"token lengths and corpus coverage (with matplotlib: `{PLOTS_HINT}`).")
 
 
 def read_training_info(directory: PathArg) -> dict[str, Any]:
@@ -126,61 +201,6 @@ def read_training_info(directory: PathArg) -> dict[str, Any]:
     if not isinstance(info, dict):
         raise InputError(f"{path}: expected a JSON object")
     return info
-
-
-def measure_compression(tokenizer: Any, corpus: PathArg, chunk_chars: int = 4_000_000
-                        ) -> Compression:
-    """Encode a UTF-8 text file with `tokenizer` (an `hf_bpe.Tokenizer`) and count bytes and tokens.
-
-    The file is cut at special tokens, where encoding splits anyway, so the count equals `len(tokenizer.encode(text))`;
-    the documents go to `encode_batch` (all cores) in chunks of about `chunk_chars` characters, so only one chunk's
-    ids are alive at a time.
-    """
-    from hf_bpe.pretokenize import SpecialTokenSplitter
-
-    path = Path(corpus)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such eval corpus") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a text file") from None
-    if not data:
-        raise InputError(f"{path}: the eval corpus is empty, so there is no compression to report")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: invalid UTF-8 at byte offset {error.start}") from None
-    parts = SpecialTokenSplitter(tokenizer.special_tokens).split_keeping(text)
-    num_tokens = len(parts) // 2  # the special tokens, one token each
-    documents = parts[::2]
-    start = 0
-    while start < len(documents):
-        end, length = start, 0
-        while end < len(documents) and length < chunk_chars:
-            length += len(documents[end])
-            end += 1
-        num_tokens += sum(len(ids) for ids in tokenizer.encode_batch(documents[start:end]))
-        start = end
-    return Compression(path, len(data), num_tokens)
-
-
-def show_tokens(tokenizer: Any, text: str) -> str:
-    """`text` token by token, separated by `|`, whitespace made visible, partial UTF-8 shown as hex bytes.
-
-    >>> from hf_bpe.encode.tokenizer import Tokenizer
-    >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b" w", 257: b" wo"}
-    >>> show_tokens(Tokenizer(vocab, [(b" ", b"w"), (b" w", b"o")]), "a wow é")
-    'a|␣wo|w|␣|<c3>|<a9>'
-    """
-    pieces = []
-    for token_id in tokenizer.encode(text):
-        token = tokenizer.id_to_token(token_id)
-        try:
-            pieces.append(token.decode("utf-8").translate(VISIBLE_WHITESPACE))
-        except UnicodeDecodeError:
-            pieces.append("".join(f"<{byte:02x}>" for byte in token))
-    return "|".join(pieces)
 
 
 def check_card_metadata(license: str | None, datasets: Sequence[str]) -> None:
@@ -235,9 +255,21 @@ def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, spe
         ("Unicode version of the pre-tokenizer", info.get("unicode_version") or UNKNOWN),
         ("Date", info.get("date") or UNKNOWN),
     ]
+    pattern = _pattern_of(info, tokenizer)
+    rows.insert(4, ("Pre-tokenization pattern", pattern))
     table = "\n".join(f"| {name} | {_table_cell(value)} |" for name, value in rows)
-    return ("## Training\n\nPre-tokenization is the GPT-2 regex; documents are split at the special tokens, which are "
-            f"never merged.\n\n| | |\n|---|---|\n{table}")
+    return (f"## Training\n\nPre-tokenization is the {pattern} pattern; documents are split at the special tokens, "
+            f"which are never merged.\n\n| | |\n|---|---|\n{table}")
+
+
+def _pattern_of(info: dict[str, Any], tokenizer: Any) -> str:
+    """The pattern for the card: as the training record names it (a preset name or the whole regex), else the
+    tokenizer's (from its tokenizer.json)."""
+    from hf_bpe.formats.hf_directory import describe_pattern
+    from hf_bpe.pretokenize import resolve_pattern
+
+    recorded = info.get("pattern")
+    return describe_pattern(resolve_pattern(recorded) if isinstance(recorded, str) else tokenizer.pattern)
 
 
 def _describe_dataset(dataset: dict[str, Any]) -> str:
@@ -261,18 +293,32 @@ def _replacements(info: dict[str, Any]) -> str:
             f"`{Path(str(first.get('path'))).name}` byte offset {first.get('byte_offset')}")
 
 
-def _compression_section(compressions: Sequence[Compression], info: dict[str, Any]) -> str:
-    if not compressions:
+def _compression_section(evaluations: Sequence[Any], info: dict[str, Any]) -> str:
+    if not evaluations:
         return "## Compression\n\nNo evaluation corpus was given (`hf-bpe card DIR --eval-corpus FILE`)."
     training_names = {Path(str(file.get("path", ""))).name for file in info.get("corpus_files") or []}
+    baselines = list(dict.fromkeys(result.tokenizer.name for result in evaluations if result.tokenizer.is_baseline))
     rows = []
-    for result in compressions:
-        name = _table_cell(f"`{result.path.name}`") + (" (training corpus)" if result.path.name in training_names
+    for result in evaluations:
+        if result.tokenizer.name != THIS_TOKENIZER:
+            continue
+        corpus = result.corpus
+        name = _table_cell(f"`{corpus.path.name}`") + (" (training corpus)" if corpus.path.name in training_names
                                                        else "")
-        rows.append(f"| {name} | {result.num_bytes:,} | {result.num_tokens:,} | {result.bytes_per_token:.3f} |")
-    return ("## Compression\n\nUTF-8 bytes per token when each file is encoded whole with the hf_bpe encoder "
-            "(special tokens count as one token; higher is better).\n\n"
-            "| Corpus | Bytes | Tokens | Bytes per token |\n|---|---:|---:|---:|\n" + "\n".join(rows))
+        compared = {other.tokenizer.name: other.bytes_per_token for other in evaluations
+                    if other.corpus.path == corpus.path}
+        rows.append(f"| {name} | {corpus.num_bytes:,} | {result.num_tokens:,} | {result.bytes_per_token:.3f} | "
+                    + "".join(f"{compared[baseline]:.3f} | " for baseline in baselines)
+                    + f"{result.tokens_per_word:.3f} | {result.share_used:.1%} |")
+    return ("## Compression\n\nUTF-8 bytes per token when each file is encoded with the hf_bpe encoder (special "
+            "tokens count as one token; higher is better), and the same for "
+            + (", ".join(f"`{name}`" for name in baselines) or "no baseline")
+            + "; tokens per word (whitespace-separated words; each Chinese, Japanese or Thai character counts as a "
+            "word); and the share of the vocabulary that occurs in the file (`hf-bpe eval` lists the tokens that "
+            "do not).\n\n"
+            "| Corpus | Bytes | Tokens | Bytes per token | "
+            + "".join(f"{_table_cell(name)} bytes per token | " for name in baselines)
+            + "Tokens per word | Vocabulary used |\n|---|" + "---:|" * (5 + len(baselines)) + "\n" + "\n".join(rows))
 
 
 def _examples_section(tokenizer: Any, language: Sequence[str]) -> str:
@@ -288,8 +334,12 @@ def _examples_section(tokenizer: Any, language: Sequence[str]) -> str:
             + "\n\n".join(blocks) + "\n```")
 
 
-def _usage_section(special_tokens: Sequence[str]) -> str:
+def _usage_section(special_tokens: Sequence[str], pattern: str | None = None) -> str:
+    from hf_bpe.pretokenize import GPT2_PATTERN, preset_name
+
     specials = json.dumps(list(special_tokens), ensure_ascii=False)
+    if pattern is not None and pattern != GPT2_PATTERN:  # vocab.json and merges.txt do not hold the pattern
+        specials += f", pattern={preset_name(pattern) or pattern!r}"
     return f'''## Usage
 
 With transformers (`tokenizer.json` is a standard fast tokenizer, so hf_bpe need not be installed):

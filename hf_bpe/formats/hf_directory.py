@@ -5,7 +5,11 @@
 - `vocab.json`, `merges.txt`: the GPT-2 files (`hf_bpe.formats.gpt2`), read by `hf_bpe.Tokenizer.from_files`, by
   `HFBPETokenizer` and by tiktoken-style loaders;
 - `tokenizer.json`: a `tokenizers` BPE model with the GPT-2 byte-level pre-tokenizer and decoder and the special
-  tokens as added special tokens, read by `tokenizers.Tokenizer.from_file` and by `AutoTokenizer`;
+  tokens as added special tokens, read by `tokenizers.Tokenizer.from_file` and by `AutoTokenizer`. Another
+  pre-tokenization pattern (`pattern=`) is written as Llama 3's tokenizer.json writes its own: a `Split` of the regex
+  (behaviour "isolated") followed by `ByteLevel` without GPT-2's regex. That file is where the pattern is kept:
+  `load_tokenizer_directory` reads it back (a directory with GPT-2's ByteLevel pre-tokenizer, as every directory of
+  hf_bpe 0.1, is GPT-2's pattern);
 - `tokenizer_config.json`, `special_tokens_map.json`: the transformers settings. `tokenizer_class` names the built-in
   `PreTrainedTokenizerFast`, so `AutoTokenizer.from_pretrained(directory)` works without hf_bpe installed;
   `auto_map` points `AutoTokenizer(..., trust_remote_code=True)` at `HFBPETokenizer` through the small module file
@@ -35,7 +39,14 @@ from hf_bpe.formats.gpt2 import (
     token_to_str,
     unicode_to_bytes,
 )
-from hf_bpe.pretokenize import validate_special_tokens
+from hf_bpe.pretokenize import (
+    GPT2_PATTERN,
+    pattern_from_tokenizers,
+    preset_name,
+    resolve_pattern,
+    tokenizers_pattern,
+    validate_special_tokens,
+)
 
 
 class AddedTokenSpec(NamedTuple):
@@ -92,7 +103,7 @@ tags:
 # Byte-level BPE tokenizer
 
 A GPT-2 style byte-level BPE tokenizer with {vocab_size} tokens and {merge_count} merges, trained with hf_bpe.
-Special tokens: {specials}.
+Special tokens: {specials}.{pattern}
 
 ```python
 from transformers import AutoTokenizer
@@ -106,7 +117,7 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
                              merges: Sequence[tuple[bytes, bytes]], special_tokens: Sequence[str], *,
                              model_max_length: int | None = None, pad_token: str | None = None,
                              added_tokens: Sequence[AddedTokenSpec] = (),
-                             config: dict[str, Any] | None = None) -> Path:
+                             config: dict[str, Any] | None = None, pattern: str | None = None) -> Path:
     """Write a tokenizer that every HuggingFace loader reads into `directory` (created if needed); return its path.
 
     `vocab` maps ids to token bytes and `merges` lists the merged pairs in rank order, as `hf_bpe.train_bpe` returns
@@ -114,8 +125,9 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     special token) becomes the bos, eos and unk token; `pad_token`, if given, must be one of `special_tokens`.
     `model_max_length` is the longest input the model takes (none by default). `added_tokens` are tokens added after
     training (`AddedTokenSpec`, ids following the vocab's), and `config` holds further `tokenizer_config.json`
-    settings (`padding_side`, `chat_template`, ...). Each file is written atomically, but the set is not: write into a
-    fresh directory and rename it for an atomic save.
+    settings (`padding_side`, `chat_template`, ...). `pattern` is the pre-tokenization pattern the tokenizer was
+    trained with (a preset name or regex text; None: GPT-2's), kept in `tokenizer.json`. Each file is written
+    atomically, but the set is not: write into a fresh directory and rename it for an atomic save.
 
     The directory loads with `AutoTokenizer.from_pretrained(directory)` (no hf_bpe needed), with
     `trust_remote_code=True` or `hf_bpe.HFBPETokenizer.from_pretrained` (our encoder), with
@@ -134,6 +146,7 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     True
     """
     special_tokens = validate_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
     ids_by_token = {token: token_id for token_id, token in vocab.items()}
     for special in special_tokens:
         if special.encode("utf-8") not in ids_by_token:
@@ -146,13 +159,13 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     save_gpt2(vocab, list(merges), directory, special_tokens)
     special_ids = {special: ids_by_token[special.encode("utf-8")] for special in special_tokens}
     write_text_atomically(directory / "tokenizer.json",
-                          build_tokenizers_json(vocab, merges, special_tokens, added_tokens))
+                          build_tokenizers_json(vocab, merges, special_tokens, added_tokens, pattern=regex))
     named = named_special_tokens(special_tokens, pad_token)
     _write_json(directory / "tokenizer_config.json",
                 {**tokenizer_config(named, special_ids, model_max_length, added_tokens), **(config or {})})
     _write_json(directory / "special_tokens_map.json", named)
     write_text_atomically(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
-    write_minimal_card(directory, len(vocab) + len(added_tokens), len(merges), special_tokens)
+    write_minimal_card(directory, len(vocab) + len(added_tokens), len(merges), special_tokens, pattern=regex)
     return directory
 
 
@@ -165,12 +178,25 @@ def _check_added_token_ids(vocab: dict[int, bytes], added_tokens: Sequence[Added
         expected += 1
 
 
-def write_minimal_card(directory: Path, vocab_size: int, merge_count: int, special_tokens: Sequence[str]) -> None:
+def write_minimal_card(directory: Path, vocab_size: int, merge_count: int, special_tokens: Sequence[str],
+                       pattern: str | None = None) -> None:
     """Write a minimal model card `README.md`, unless the directory has one already."""
     card = directory / "README.md"
+    regex = resolve_pattern(pattern)
+    named = "" if regex == GPT2_PATTERN else f"\nPre-tokenization pattern: {describe_pattern(regex)}."
     if not card.exists():
         write_text_atomically(card, MINIMAL_CARD.format(vocab_size=vocab_size, merge_count=merge_count,
-                                                        specials=", ".join(f"`{s}`" for s in special_tokens) or "none"))
+                                                        specials=", ".join(f"`{s}`" for s in special_tokens) or "none",
+                                                        pattern=named))
+
+
+def describe_pattern(regex: str) -> str:
+    """A pattern for a card: its preset name, or the whole regex in backticks.
+
+    >>> describe_pattern(resolve_pattern("gpt4")), describe_pattern("[a-z]+|[^a-z]")
+    ('`cl100k`', '`[a-z]+|[^a-z]`')
+    """
+    return f"`{preset_name(regex) or regex}`"
 
 
 def named_special_tokens(special_tokens: Sequence[str], pad_token: str | None = None) -> dict[str, Any]:
@@ -217,18 +243,26 @@ def tokenizer_config(named: dict[str, Any], special_ids: dict[str, int], model_m
 
 
 def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                          special_tokens: Sequence[str], added_tokens: Sequence[AddedTokenSpec] = ()) -> str:
-    """The `tokenizer.json` text for a `tokenizers` byte-level BPE tokenizer, laid out like GPT-2's.
+                          special_tokens: Sequence[str], added_tokens: Sequence[AddedTokenSpec] = (), *,
+                          pattern: str | None = None) -> str:
+    """The `tokenizer.json` text for a `tokenizers` byte-level BPE tokenizer, laid out like GPT-2's (with another
+    `pattern`, its pre-tokenizer laid out like Llama 3's: see the module docstring).
 
     Special tokens stay in the model vocab (as in GPT-2's `vocab.json`); `added_tokens` follow it.
     """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
     specials = {token.encode("utf-8"): token for token in special_tokens}
     string_vocab = {specials.get(token) or token_to_str(token): token_id for token_id, token in vocab.items()}
     string_merges = [(token_to_str(left), token_to_str(right)) for left, right in merges]
     tokenizer = Tokenizer(models.BPE(vocab=string_vocab, merges=string_merges))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    regex = resolve_pattern(pattern)
+    if regex == GPT2_PATTERN:
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:  # the regex spelled so that Oniguruma reads it as tiktoken does (hf_bpe.pretokenize.regex_syntax)
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(tokenizers_pattern(regex)), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tokenizer.decoder = decoders.ByteLevel()
     # Like GPT-2's: it adds no tokens, it only keeps the offsets untrimmed.
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -291,13 +325,36 @@ def read_tokenizers_json_model(path: Path) -> tuple[dict[str, int], list[tuple[b
     return model["vocab"], merges_from_strings(model.get("merges") or [], str(path)), added
 
 
-def load_tokenizer_directory(directory: str | os.PathLike[str]
-                             ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[str]]:
-    """Read a saved directory back into (vocab, merges, special_tokens), checking that its files agree.
+class LoadedTokenizer(tuple):  # type: ignore[type-arg]
+    """What `load_tokenizer_directory` returns: the tuple (vocab, merges, special_tokens), and `pattern`, the regex
+    text of the pre-tokenization pattern."""
+
+    pattern: str
+
+    def __new__(cls, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str],
+                pattern: str) -> LoadedTokenizer:
+        loaded = super().__new__(cls, (vocab, merges, special_tokens))
+        loaded.pattern = pattern
+        return loaded
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (*self, self.pattern)
+
+
+def load_tokenizer_directory(directory: str | os.PathLike[str]) -> LoadedTokenizer:
+    """Read a saved directory back into (vocab, merges, special_tokens), checking that its files agree; the result's
+    `pattern` is the pre-tokenization pattern of its `tokenizer.json` (`read_directory_pattern`).
 
     The special tokens are the added special tokens of `tokenizer_config.json`, in id order. Raises InputError naming
-    the file for a missing file, invalid JSON, a special token that is not in `vocab.json`, or a `vocab.json` /
-    `merges.txt` pair that differs from the model in `tokenizer.json`.
+    the file for a missing file, invalid JSON, a special token that is not in `vocab.json`, a `vocab.json` /
+    `merges.txt` pair that differs from the model in `tokenizer.json`, or a pre-tokenizer hf_bpe cannot reproduce.
+
+    >>> import tempfile
+    >>> path = save_tokenizer_directory(tempfile.mkdtemp() + "/tok", {i: bytes([i]) for i in range(256)}, [], [],
+    ...                                 pattern="o200k")
+    >>> vocab, merges, special_tokens = loaded = load_tokenizer_directory(path)
+    >>> preset_name(loaded.pattern)
+    'o200k'
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -316,8 +373,37 @@ def load_tokenizer_directory(directory: str | os.PathLike[str]
         # Tokens added after training (by `tok.add_tokens` + `save_pretrained`) follow the vocab.json ids.
         token_id = vocab_strings[special] if special in vocab_strings else len(vocab)
         vocab[token_id] = special.encode("utf-8")
-    _check_tokenizer_json(directory / "tokenizer.json", vocab_strings, merges_path, special_tokens)
-    return vocab, merges, special_tokens
+    pattern = _check_tokenizer_json(directory / "tokenizer.json", vocab_strings, merges_path, special_tokens)
+    return LoadedTokenizer(vocab, merges, special_tokens, pattern)
+
+
+def read_directory_pattern(path: str | os.PathLike[str]) -> str:
+    """The pre-tokenization pattern (regex text) of a saved directory or of its `tokenizer.json` (see
+    `pattern_of_tokenizers_json`)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    return pattern_of_tokenizers_json(read_json(path), path)
+
+
+def pattern_of_tokenizers_json(content: Any, path: Path) -> str:
+    """The pattern of a `tokenizer.json`'s content: GPT-2's for the ByteLevel pre-tokenizer with its regex (GPT-2's
+    own files, and every directory of earlier hf_bpe versions), else the regex of a Split (isolated) followed by
+    ByteLevel without a regex, as Llama 3's; an InputError naming the file for any other pre-tokenizer."""
+    pre = content.get("pre_tokenizer") if isinstance(content, dict) else None
+    if isinstance(pre, dict) and pre.get("type") == "ByteLevel" and pre.get("use_regex", True) \
+            and not pre.get("add_prefix_space", False):
+        return GPT2_PATTERN
+    steps = pre.get("pretokenizers") if isinstance(pre, dict) and pre.get("type") == "Sequence" else None
+    if isinstance(steps, list) and len(steps) == 2 and all(isinstance(step, dict) for step in steps):
+        split, byte_level = steps
+        regex = split.get("pattern", {}).get("Regex") if isinstance(split.get("pattern"), dict) else None
+        if split.get("type") == "Split" and isinstance(regex, str) and split.get("behavior") == "Isolated" \
+                and not split.get("invert", False) and byte_level.get("type") == "ByteLevel" \
+                and byte_level.get("use_regex") is False and not byte_level.get("add_prefix_space", False):
+            return pattern_from_tokenizers(regex, str(path))
+    raise InputError(f"{path}: the pre_tokenizer {json.dumps(pre)[:300]} is not one hf_bpe reproduces (ByteLevel "
+                     f"with its regex, or a Split regex with behavior Isolated followed by ByteLevel without one)")
 
 
 def _special_tokens_of(config_path: Path, vocab_strings: dict[str, int]) -> list[str]:
@@ -362,7 +448,8 @@ def _special_tokens_of(config_path: Path, vocab_strings: dict[str, int]) -> list
 
 
 def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_path: Path,
-                          special_tokens: list[str]) -> None:
+                          special_tokens: list[str]) -> str:
+    """Check the tokenizer.json model against vocab.json, merges.txt and the special tokens; return its pattern."""
     content = read_json(path)
     model = content.get("model") if isinstance(content, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE":
@@ -388,6 +475,7 @@ def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_pat
     if sorted(added) != sorted(special_tokens):
         raise InputError(f"{path}: added special tokens {added} differ from those of tokenizer_config.json "
                          f"{special_tokens}")
+    return pattern_of_tokenizers_json(content, path)
 
 
 def read_json(path: Path) -> Any:

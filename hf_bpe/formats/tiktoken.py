@@ -11,15 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from hf_bpe.pretokenize import GPT2_PATTERN
+from hf_bpe.pretokenize import resolve_pattern
 
 if TYPE_CHECKING:
     import tiktoken
 
 
 def tiktoken_encoding(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                      special_tokens: Sequence[str] = (), name: str = "hf_bpe") -> tiktoken.Encoding:
-    """Build the tiktoken equivalent of `Tokenizer(vocab, merges, special_tokens)`: same pattern, same ids.
+                      special_tokens: Sequence[str] = (), name: str = "hf_bpe", *, pattern: str | None = None
+                      ) -> tiktoken.Encoding:
+    """Build the tiktoken equivalent of `Tokenizer(vocab, merges, special_tokens, pattern=pattern)`: same pattern
+    (a preset name or regex text; None: GPT-2's), same ids.
+
+    A custom pattern that leaves some characters unmatched does not encode alike: tiktoken drops them, hf_bpe and
+    `tokenizers` keep them as pre-tokens of their own (every preset matches every character).
 
     Raises ValueError when merged tokens are not numbered in merge order (tiktoken could not follow the merges).
 
@@ -36,4 +41,5 @@ def tiktoken_encoding(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, 
     specials = {token: ids[token.encode("utf-8")] for token in special_tokens}
     special_ids = set(specials.values())
     ranks = {token: token_id for token_id, token in vocab.items() if token_id not in special_ids}
-    return tiktoken.Encoding(name=name, pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=specials)
+    return tiktoken.Encoding(name=name, pat_str=resolve_pattern(pattern), mergeable_ranks=ranks,
+                             special_tokens=specials)

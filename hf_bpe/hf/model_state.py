@@ -96,7 +96,8 @@ class ModelTables:
         vocab = dict(self.base_vocab)
         for token_id, content in self.added_tokens:
             vocab[token_id] = content.encode("utf-8")
-        self.with_added = type(self.ordinary)(vocab, self.merges, [content for _, content in self.added_tokens])
+        self.with_added = type(self.ordinary)(vocab, self.merges, [content for _, content in self.added_tokens],
+                                              pattern=self.ordinary.pattern)
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self._state is None:
@@ -105,16 +106,20 @@ class ModelTables:
             literal = {token_id: token for token, token_id in self.encoder.items()
                        if token != token_to_str(self.base_vocab[token_id])}
             self._state = (compact_model(self.base_vocab, self.merges), literal)
-        return _restore_tables, (*self._state, type(self.ordinary), self.added_tokens)
+        from hf_bpe.pretokenize import GPT2_PATTERN
+
+        pattern = self.ordinary.pattern  # GPT-2's is left out: pickles of GPT-2 tokenizers stay as they were
+        return _restore_tables, (*self._state, type(self.ordinary), self.added_tokens,
+                                 *(() if pattern == GPT2_PATTERN else (pattern,)))
 
 
 def _restore_tables(model: tuple[Any, ...], literal: dict[int, str], tokenizer_class: Any,
-                    added_tokens: Sequence[tuple[int, str]]) -> ModelTables:
+                    added_tokens: Sequence[tuple[int, str]], pattern: str | None = None) -> ModelTables:
     from hf_bpe.formats.gpt2 import token_to_str
 
     base_vocab, merges = expand_model(model)
     encoder = {literal.get(token_id) or token_to_str(token): token_id for token_id, token in base_vocab.items()}
-    tables = ModelTables(encoder, tokenizer_class(base_vocab, merges), added_tokens)
+    tables = ModelTables(encoder, tokenizer_class(base_vocab, merges, pattern=pattern), added_tokens)
     tables._state = (model, literal)
     return tables
 

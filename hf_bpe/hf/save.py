@@ -82,7 +82,7 @@ class DirectorySaving:
                     saved.append(str(destination))
         card_written = not (target / "README.md").exists()
         write_minimal_card(target, len(self), len(self.merges),  # type: ignore[arg-type]
-                           self._special_tokens_in_base_vocab())
+                           self._special_tokens_in_base_vocab(), pattern=self.pattern)  # type: ignore[attr-defined]
         if card_written:
             saved.append(str(target / "README.md"))
         return tuple(saved)
@@ -96,7 +96,8 @@ class DirectorySaving:
         added = self._added_tokens_beyond_base_vocab()
         specials = self._special_tokens_in_base_vocab()
         write_text_atomically(staging / "tokenizer.json",
-                              build_tokenizers_json(self._base_vocab, self.merges, specials, added))
+                              build_tokenizers_json(self._base_vocab, self.merges, specials, added,
+                                                    pattern=self.pattern))  # type: ignore[attr-defined]
         write_text_atomically(staging / f"{MODULE_NAME}.py", MODULE_SOURCE)
         config_path = staging / "tokenizer_config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
@@ -104,6 +105,7 @@ class DirectorySaving:
         config["tokenizer_class"] = "PreTrainedTokenizerFast"
         config["auto_map"] = AUTO_MAP
         config.pop("backend", None)
+        config.pop("pattern", None)  # tokenizer.json holds it, for every loader
         write_text_atomically(config_path, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         # transformers 5 no longer writes special_tokens_map.json; older readers (and hf_bpe's checks) use it.
         special_map = staging / "special_tokens_map.json"

@@ -38,6 +38,7 @@ from hf_bpe.formats.gpt2 import unicode_to_bytes
 from hf_bpe.formats.hf_directory import (
     ENDOFTEXT,
     merges_from_strings,
+    read_directory_pattern,
     read_json,
     read_tokenizers_json_model,
     vocab_from_strings,
@@ -69,7 +70,9 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
     Built from GPT-2 files (`HFBPETokenizer(vocab_file, merges_file)`), from objects as transformers 5 tokenizers
     are (`HFBPETokenizer(vocab={token: id}, merges=[(left, right), ...])`), or by `from_pretrained` from a directory
     with `vocab.json` + `merges.txt` or only a `tokenizer.json`. Adds no tokens around the text, like GPT-2; like
-    `GPT2Tokenizer`, `<|endoftext|>` is the bos, eos and unk token by default when the vocab has it.
+    `GPT2Tokenizer`, `<|endoftext|>` is the bos, eos and unk token by default when the vocab has it. The
+    pre-tokenization pattern is the one `tokenizer.json` holds (`hf_bpe.formats.hf_directory.read_directory_pattern`;
+    GPT-2's when there is none), or `pattern` (a preset name or regex text) when given.
     """
 
     vocab_files_names = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
@@ -79,10 +82,11 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
                  unk_token: str | AddedToken | None = _GPT2_DEFAULT, bos_token: str | AddedToken | None = _GPT2_DEFAULT,
                  eos_token: str | AddedToken | None = _GPT2_DEFAULT, pad_token: str | AddedToken | None = None,
                  add_prefix_space: bool = False, *, vocab: dict[str, int] | Sequence[Any] | None = None,
-                 merges: Sequence[Any] | None = None, tokenizer_file: str | None = None, **kwargs: Any) -> None:
+                 merges: Sequence[Any] | None = None, tokenizer_file: str | None = None, pattern: str | None = None,
+                 **kwargs: Any) -> None:
         if add_prefix_space:
             raise ValueError("HFBPETokenizer does not support add_prefix_space=True")
-        encoder, ordinary = _read_model(vocab_file, merges_file, vocab, merges, tokenizer_file)
+        encoder, ordinary = _read_model(vocab_file, merges_file, vocab, merges, tokenizer_file, pattern)
         self._set_model(encoder, ordinary)
         self.errors = errors
         self.add_prefix_space = False  # like GPT2Tokenizer's attribute (True is refused above)
@@ -120,6 +124,7 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
     _base_vocab = property(lambda self: self._tables.base_vocab)
     _ordinary = property(lambda self: self._tables.ordinary)
     _with_added_tokens = property(lambda self: self._tables.with_added)
+    pattern = property(lambda self: self._tables.ordinary.pattern, doc="the pre-tokenization pattern's regex text")
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *args: Any,
@@ -131,6 +136,8 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
                 if not (directory / name).is_file():
                     raise InputError(f"{directory / name}: no such file (HFBPETokenizer needs vocab.json and "
                                      f"merges.txt, or tokenizer.json)")
+        elif directory.is_dir():  # refused as `hf-bpe tokenize-dataset` refuses it, even when vocab.json is there
+            read_tokenizers_json_model(directory / "tokenizer.json")
         try:
             with _class_mismatch_warning_silenced():
                 return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
@@ -281,9 +288,10 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
             sample_of_row += [index] * len(sample_rows)
         if not options.truncates:
             for row in rows:
-                length = len(row.first.ids) + (0 if row.second is None else len(row.second.ids))
-                if length > self.model_max_length:
-                    self._eventual_warn_about_too_long_sequence(row.first.ids, options.max_length, options.verbose)
+                # The whole row, the pair's two texts together, as the fast tokenizer checks its input_ids.
+                ids = row.first.ids if row.second is None else row.first.ids + row.second.ids
+                if len(ids) > self.model_max_length:
+                    self._eventual_warn_about_too_long_sequence(ids, options.max_length, options.verbose)
         return self._finish(rows, sample_of_row, batched, options)
 
     def _encode_texts(self, pairs: list[tuple[str, str | None]], split_special_tokens: bool | None,
@@ -353,24 +361,29 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
 
 
 def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str, int] | Sequence[Any] | None,
-                merges: Sequence[Any] | None, tokenizer_file: str | None) -> tuple[dict[str, int], Tokenizer]:
-    """The base vocabulary (strings -> ids) and its encoder, from objects, GPT-2 files or a `tokenizer.json`.
+                merges: Sequence[Any] | None, tokenizer_file: str | None, pattern: str | None = None
+                ) -> tuple[dict[str, int], Tokenizer]:
+    """The base vocabulary (strings -> ids) and its encoder, from objects, GPT-2 files or a `tokenizer.json`; its
+    pattern is `pattern`, else that of `tokenizer_file` when there is one, else GPT-2's.
 
     Raises InputError naming the file (and line) for a missing or corrupt file, or a merge that does not fit.
     """
+    has_json = tokenizer_file is not None and os.path.isfile(tokenizer_file)
+    if pattern is None and has_json:
+        pattern = read_directory_pattern(tokenizer_file)  # type: ignore[arg-type]
     if vocab is not None or merges is not None:
         if vocab is None or merges is None:
             raise ValueError("HFBPETokenizer(vocab=..., merges=...) needs both the vocab and the merges")
         encoder = _encoder_of(vocab)
-        return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab")
-    if vocab_file is None and merges_file is None and tokenizer_file is not None and os.path.isfile(tokenizer_file):
-        encoder, byte_merges, _ = read_tokenizers_json_model(Path(tokenizer_file))
-        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, tokenizer_file)
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab", pattern)
+    if vocab_file is None and merges_file is None and has_json:
+        encoder, byte_merges, _ = read_tokenizers_json_model(Path(tokenizer_file))  # type: ignore[arg-type]
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, tokenizer_file, pattern)  # type: ignore
     for path, name in ((vocab_file, "vocab.json"), (merges_file, "merges.txt")):
         if path is None or not os.path.isfile(path):
             raise InputError(f"{path or name}: no such file")
     assert vocab_file is not None and merges_file is not None
-    ordinary = Tokenizer.from_files(vocab_file, merges_file)
+    ordinary = Tokenizer.from_files(vocab_file, merges_file, pattern=pattern)
     # vocab.json itself, read as text: the strings transformers sees as tokens (special tokens as plain text).
     return read_json(Path(vocab_file)), ordinary
 
@@ -387,9 +400,10 @@ def _encoder_of(vocab: Any) -> dict[str, int]:
     raise TypeError(f"vocab must be a dict of token strings to ids or a list of tokens, got {type(vocab).__name__}")
 
 
-def _tokenizer_of(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], source: str) -> Tokenizer:
+def _tokenizer_of(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], source: str,
+                  pattern: str | None = None) -> Tokenizer:
     try:
-        return Tokenizer(vocab, merges)
+        return Tokenizer(vocab, merges, pattern=pattern)
     except ValueError as error:  # a merge that does not fit the vocab, a token given twice
         raise InputError(f"{source}: {error}") from None
 

@@ -3,10 +3,12 @@
 Mirrors `PreTrainedTokenizerFast.train_new_from_iterator`: the new tokenizer keeps the special tokens (in the same
 roles, renamed through `special_tokens_map`), adds `new_special_tokens`, and keeps the settings (`padding_side`,
 `model_max_length`, chat template, ...). Tokens added as non-special are not carried over: they were not trained.
+A corpus too small for `vocab_size` gives a smaller tokenizer, with a UserWarning saying so.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -35,7 +37,12 @@ def train_like(tokenizer: Tokenizer, text_iterator: Iterable[str | Sequence[str]
         content = token.content if isinstance(token, AddedToken) else str(token)
         if content not in specials:
             specials.append(content)
-    vocab, merges = train_bpe_from_iterator(_texts(text_iterator), vocab_size, specials, progress=progress)
+    vocab, merges = train_bpe_from_iterator(_texts(text_iterator), vocab_size, specials, progress=progress,
+                                            pattern=tokenizer.pattern)  # the old tokenizer's pre-tokenization
+    if len(vocab) < vocab_size:  # as `hf-bpe train` notes it: a tokenizer smaller than asked for is easy to miss
+        warnings.warn(f"train_new_from_iterator: no pairs left to merge, so the new tokenizer has {len(vocab)} tokens, "
+                      f"fewer than the {vocab_size} asked for (the corpus is too small for that vocab size)",
+                      UserWarning, stacklevel=3)
     literal = {token.encode("utf-8"): token for token in specials}
     encoder = {literal.get(token) or token_to_str(token): token_id for token_id, token in vocab.items()}
     string_merges = [(token_to_str(left), token_to_str(right)) for left, right in merges]
@@ -57,7 +64,7 @@ def train_like(tokenizer: Tokenizer, text_iterator: Iterable[str | Sequence[str]
     if others:
         settings[extra_name] = others
     settings.update(overrides)
-    return type(tokenizer)(vocab=encoder, merges=string_merges, **settings)
+    return type(tokenizer)(vocab=encoder, merges=string_merges, **{"pattern": tokenizer.pattern, **settings})
 
 
 def _texts(text_iterator: Iterable[str | Sequence[str]]) -> Iterator[str]:

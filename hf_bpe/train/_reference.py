@@ -2,6 +2,10 @@
 
 Every step counts all adjacent pairs from scratch, takes the max by (count, (left bytes, right bytes)), and merges it
 left to right in every word. Only for tests on small inputs.
+
+Pre-tokens: GPT-2's with hf_bpe's pinned pattern, as always; any other pattern (`pattern=`, a preset name or regex
+text) runs as plain `regex` module text, independent of hf_bpe's own pattern machinery. The `regex` module has its
+own Unicode tables, so the tests keep to characters on which those agree with the pinned ones.
 """
 
 from __future__ import annotations
@@ -10,11 +14,65 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from hf_bpe.pretokenize import pretokenize
+import regex
+
+from hf_bpe.pretokenize import GPT2_PATTERN, pretokenize, resolve_pattern
 
 
-def reference_counts(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Counter[bytes]:
-    """Pre-token counts with the plain GPT-2 regex, each text split into documents at the special tokens.
+def reference_pretokenize(text: str, pattern: str | None = None) -> list[str]:
+    r"""The pre-tokens of a document: GPT-2's (None), or the matches of `pattern` run by the `regex` module, with the
+    text between matches kept as pre-tokens of its own (as `tokenizers`' Split pre-tokenizer keeps it).
+
+    >>> reference_pretokenize("ab12345", "cl100k"), reference_pretokenize("ab!", r"\p{L}")
+    (['ab', '123', '45'], ['a', 'b', '!'])
+    """
+    regex_text = resolve_pattern(pattern)
+    if regex_text == GPT2_PATTERN:
+        return pretokenize(text)
+    pretokens, position = [], 0
+    for match in regex.finditer(_end_of_text_anchors(regex_text), text):
+        if match.start() > position:
+            pretokens.append(text[position:match.start()])
+        pretokens.append(match.group())
+        position = match.end()
+    if position < len(text):
+        pretokens.append(text[position:])
+    return pretokens
+
+
+def _end_of_text_anchors(pattern: str) -> str:
+    r"""The pattern with each `$` outside a class written `\Z`: tiktoken's `$` is the end of the text, the `regex`
+    module's also matches before a newline that ends it.
+
+    >>> _end_of_text_anchors(r"a$|[$]|\$|\\$")
+    'a\\Z|[$]|\\$|\\\\\\Z'
+    """
+    result, in_class, index = [], False, 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            result.append(pattern[index:index + 2])
+            index += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+            result.append(char)
+            index += 1
+            for opening in ("^", "]"):  # "]" first in a class, after an optional "^", is a literal
+                if pattern.startswith(opening, index):
+                    result.append(opening)
+                    index += 1
+            continue
+        if char == "]" and in_class:
+            in_class = False
+        result.append("\\Z" if char == "$" and not in_class else char)
+        index += 1
+    return "".join(result)
+
+
+def reference_counts(texts: Iterable[str], special_tokens: Sequence[str] = (), pattern: str | None = None
+                     ) -> Counter[bytes]:
+    """Pre-token counts with the plain regex, each text split into documents at the special tokens.
 
     A special token splits where it occurs leftmost, the longest one first when several start at the same place.
     """
@@ -23,7 +81,7 @@ def reference_counts(texts: Iterable[str], special_tokens: Sequence[str] = ()) -
     counts: Counter[bytes] = Counter()
     for text in texts:
         for document in special_regex.split(text) if special_regex else [text]:
-            counts.update(token.encode("utf-8") for token in pretokenize(document))
+            counts.update(token.encode("utf-8") for token in reference_pretokenize(document, pattern))
     return counts
 
 
@@ -70,7 +128,7 @@ def reference_train_from_counts(counts: Mapping[bytes, int], vocab_size: int, sp
     return vocab, merges
 
 
-def reference_train(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] = ()
-                    ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+def reference_train(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] = (),
+                    pattern: str | None = None) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Train by brute force on texts (each a separate document, further split at the special tokens)."""
-    return reference_train_from_counts(reference_counts(texts, special_tokens), vocab_size, special_tokens)
+    return reference_train_from_counts(reference_counts(texts, special_tokens, pattern), vocab_size, special_tokens)

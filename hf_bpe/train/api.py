@@ -7,6 +7,7 @@ then one id per merge, then the special tokens.
 
 from __future__ import annotations
 
+import operator
 import os
 import resource
 import sys
@@ -18,20 +19,23 @@ import numpy as np
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
 from hf_bpe.formats.gpt2 import str_to_token, unicode_to_bytes
-from hf_bpe.pretokenize import validate_special_tokens
+from hf_bpe.pretokenize import resolve_pattern, validate_special_tokens
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
               *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
-              verbose: bool = False, engine: str = "local", ray_address: str | None = None) -> tuple[Vocab, Merges]:
+              verbose: bool = False, engine: str = "local", ray_address: str | None = None,
+              pattern: str | None = None) -> tuple[Vocab, Merges]:
     """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
 
     Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
     `vocab_size` counts the 256 byte tokens, the merges and the special tokens; training stops early when no pair
     is left to merge. `errors` is how undecodable bytes are treated ("strict" raises InputError naming the file and
     byte offset, "replace" decodes them as U+FFFD). `progress=None` shows progress bars only on a terminal.
+    `pattern` is the pre-tokenization pattern: a name of `hf_bpe.PATTERNS` ("cl100k", "o200k", "llama3", ...) or
+    regex text (`hf_bpe.pretokenize.patterns`); None is GPT-2's. Save and encode with the same pattern.
 
     `engine="local"` counts pre-tokens in `num_workers` processes on this machine; `engine="ray"` counts them on the
     Ray cluster at `ray_address` (None: a running cluster found by Ray, else a local one; the inputs must be paths
@@ -41,39 +45,50 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])  # doctest: +SKIP
     >>> vocab, merges = train_bpe("corpus.txt", 1000, engine="ray", ray_address="10.0.0.1:6379")  # doctest: +SKIP
     """
-    specials = _check_arguments(vocab_size, special_tokens)
+    vocab_size, specials = _check_arguments(vocab_size, special_tokens)
+    regex = resolve_pattern(pattern)
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
     words = _Words.of_counts(count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors,
-                                                      progress=progress, engine=engine_used))
+                                                      progress=progress, engine=engine_used, pattern=regex))
     return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
 
 
 def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
-                            num_workers: int | None = None, progress: bool | None = None, verbose: bool = False
-                            ) -> tuple[Vocab, Merges]:
-    """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document.
+                            num_workers: int | None = None, progress: bool | None = None, verbose: bool = False,
+                            pattern: str | None = None) -> tuple[Vocab, Merges]:
+    """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document. `pattern` as for
+    `train_bpe`.
 
     >>> vocab, merges = train_bpe_from_iterator(["low lower", "newest widest"], 258)
     >>> merges
     [(b'w', b'e'), (b's', b't')]
+    >>> train_bpe_from_iterator(["1234 1234"], 257)[1], train_bpe_from_iterator(["1234 1234"], 257, pattern="cl100k")[1]
+    ([(b'3', b'4')], [(b'2', b'3')])
     """
-    specials = _check_arguments(vocab_size, special_tokens)
+    vocab_size, specials = _check_arguments(vocab_size, special_tokens)
+    regex = resolve_pattern(pattern)
     start = time.perf_counter()
-    words = _Words.of_counts(count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress))
+    words = _Words.of_counts(count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress,
+                                                         pattern=regex))
     return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
-                          *, progress: bool | None = None, verbose: bool = False) -> tuple[Vocab, Merges]:
+                          *, progress: bool | None = None, verbose: bool = False, pattern: str | None = None
+                          ) -> tuple[Vocab, Merges]:
     """Train on pre-token counts, e.g. from `hf_bpe.train.count.count_pretokens`: {pre-token bytes: occurrences}.
+
+    `pattern`, the pattern the counts were made with, is only checked (InputError for a bad one): the counts are
+    already pre-tokens.
 
     >>> train_bpe_from_counts({b"aaaa": 2, b"ab": 1}, 258)[1]
     [(b'a', b'a'), (b'aa', b'aa')]
     """
-    specials = _check_arguments(vocab_size, special_tokens)
+    vocab_size, specials = _check_arguments(vocab_size, special_tokens)
+    resolve_pattern(pattern)
     _check_counts(counts, specials)
     return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0)
 
@@ -97,19 +112,29 @@ def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: 
     return vocab, merges
 
 
-def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> list[str]:
+def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> tuple[int, list[str]]:
+    """(vocab size as an int, special tokens), checked. Any integral number is a vocab size (`numpy.int64` too);
+    a bool, a float or a string is not.
+
+    >>> _check_arguments(np.int64(300), None)
+    (300, [])
+    """
     if isinstance(special_tokens, str):
         raise TypeError(f"special_tokens must be a sequence of str, not a str: use [{special_tokens!r}]")
     specials = validate_special_tokens(special_tokens)
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+    if isinstance(vocab_size, (bool, np.bool_)):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}")
+    try:
+        vocab_size = operator.index(vocab_size)
+    except TypeError:
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}") from None
     minimum = 256 + len(specials)
     if vocab_size < minimum:
         raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum} "
                          f"(256 byte tokens + {len(specials)} special tokens)")
     for token in specials:
         _check_special_token_is_new(token)
-    return specials
+    return vocab_size, specials
 
 
 def _check_special_token_is_new(token: str) -> None:

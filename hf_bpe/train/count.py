@@ -1,10 +1,13 @@
-"""Counting GPT-2 pre-tokens in a corpus: the first stage of training.
+"""Counting pre-tokens in a corpus: the first stage of training.
 
 Semantics, exactly as the plain reference `Counter(GPT2_REGEX.findall(doc) for doc in splitter.split(text))`:
 special tokens split the text into documents (leftmost occurrence, the longest special token first when several start
 at one place) and are never counted; pre-tokens are the GPT-2 regex matches inside each document, keyed by their UTF-8
 bytes. Each text of an iterable is a document boundary too. Lone surrogates in a text (which have no UTF-8) are
-replaced as tiktoken and the encoder replace them (`replace_surrogates`).
+replaced as tiktoken and the encoder replace them (`replace_surrogates`). Every function takes `pattern=` (a preset
+name or regex text, `hf_bpe.pretokenize.patterns`) to count another pattern's pre-tokens instead of GPT-2's: the
+presets' files are cut at their own safe cuts, a custom pattern's only at special tokens (each document is matched
+whole, as tiktoken and `tokenizers` match it).
 
 How it is fast (each step is differential-tested against that reference in tests/test_count.py):
 
@@ -54,10 +57,12 @@ from hf_bpe.common.parallel import (
     progress_bar,
 )
 from hf_bpe.pretokenize import (
+    GPT2_PATTERN,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
+    compile_pattern,
     replace_surrogates,
-    safe_segments,
+    resolve_pattern,
     validate_special_tokens,
 )
 from hf_bpe.train.local_engine import LocalCountingEngine, check_num_workers
@@ -79,6 +84,11 @@ _SPACE_CUT = re.compile(
 )
 _CUT_LOOKAHEAD = 4
 _CUT_WINDOW = 1 << 12
+# The presets' safe cut (hf_bpe.pretokenize.patterns.BETWEEN_WORDS_SPACE) in UTF-8: a candidate space cut whose
+# previous character is not whitespace either (up to 3 bytes back, so windows start that far before their target).
+_BETWEEN_WORDS_CUT = re.compile(b"".join(b"(?<!" + re.escape(char.encode()) + b")" for char in WHITESPACE_CHARS)
+                                + _SPACE_CUT.pattern)
+_CUT_LOOKBEHIND = 3
 
 
 
@@ -117,15 +127,18 @@ def counting_engine(engine: str, ray_address: str | None = None) -> CountingEngi
     return RayCountingEngine(ray_address) if engine == "ray" else None
 
 
-def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Counter[bytes]:
-    """Pre-token counts (UTF-8 bytes of each GPT-2 pre-token) of the texts, in this process.
+def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = (), *, pattern: str | None = None
+                    ) -> Counter[bytes]:
+    """Pre-token counts (UTF-8 bytes of each GPT-2 pre-token, or of `pattern`'s) of the texts, in this process.
 
     Each text is pre-tokenized on its own; special tokens split it further and are not counted.
 
     >>> count_pretokens(["the cat", "the"])
     Counter({b'the': 2, b' cat': 1})
+    >>> count_pretokens(["12345"], pattern="cl100k")
+    Counter({b'123': 1, b'45': 1})
     """
-    counter = PieceCounter(special_tokens)
+    counter = PieceCounter(special_tokens, pattern=pattern)
     for index, text in enumerate(texts):
         _check_is_text(index, text)
         counter.add_text(replace_surrogates(text))
@@ -135,8 +148,8 @@ def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = ()) ->
 def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens: Sequence[str] = (), *,
                              num_workers: int | None = None, errors: str = "strict",
                              chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: bool | None = None,
-                             engine: CountingEngine | None = None, stats: CountStats | None = None
-                             ) -> Counter[bytes]:
+                             engine: CountingEngine | None = None, stats: CountStats | None = None,
+                             pattern: str | None = None) -> Counter[bytes]:
     """Pre-token counts of UTF-8 text files, read in chunks by `num_workers` processes (default: one per usable CPU).
 
     `num_workers=1` counts in this process, as does the default for less than `MIN_PARALLEL_BYTES` of input.
@@ -156,6 +169,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
     check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
     path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     sizes = check_input_files(path_list)
     special_bytes = [token.encode() for token in specials]
@@ -163,7 +177,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     for path, size in zip(path_list, sizes):
         if size:
             with open_binary(path) as file:
-                boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes)
+                boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes, pattern=regex)
             tasks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
     if errors == "replace" and stats is not None:
         _find_replacements(tasks, stats)
@@ -171,12 +185,12 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
         small = num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES
         engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
     with progress_bar(progress, desc="counting pre-tokens", total=sum(sizes), unit="B", unit_scale=True) as bar:
-        return engine.count(tasks, _FileTask(errors), specials, bar)
+        return engine.count(tasks, _FileTask(errors, regex), specials, bar)
 
 
 def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[str] = (), *,
                                 num_workers: int | None = None, progress: bool | None = None,
-                                engine: CountingEngine | None = None) -> Counter[bytes]:
+                                engine: CountingEngine | None = None, pattern: str | None = None) -> Counter[bytes]:
     """Pre-token counts of an iterable of texts (e.g. a `datasets` column), counted in parallel in batches.
 
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
@@ -188,22 +202,23 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     """
     check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
     total = len(texts) if isinstance(texts, Sized) else None
-    batches = _batches(texts, specials)
+    batches = _batches(texts, specials, regex)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
         if engine is None:
             first = next(batches, _Batch())
             second = next(batches, None)
             if second is None:
                 bar.update(first.texts)
-                return count_pretokens(first, specials)
+                return count_pretokens(first, specials, pattern=regex)
             batches = _chain_batches(first, second, batches)
             engine = LocalCountingEngine(num_workers)
-        return engine.count(batches, _BatchTask(), specials, bar)
+        return engine.count(batches, _BatchTask(regex), specials, bar)
 
 
-def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_tokens: Sequence[bytes] = ()
-                          ) -> list[int]:
+def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_tokens: Sequence[bytes] = (), *,
+                          pattern: str | None = None) -> list[int]:
     """Byte offsets [0, ..., size] that cut a file into chunks of about `chunk_bytes` that can be counted alone.
 
     Each cut is the first safe position at or after the next multiple of `chunk_bytes`: the start of a
@@ -211,7 +226,9 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
     and never strictly inside any special-token occurrence (special tokens may contain spaces and occurrences may
     overlap). Such a cut is a document boundary or a place where pre-tokenization can be cut (`hf_bpe.pretokenize.gpt2`,
     fact 1), and it never splits a UTF-8 character. Text with no safe cut at all (no space, no special token) makes
-    the chunk grow until one is found or the file ends.
+    the chunk grow until one is found or the file ends. With another `pattern` (regex text), a space cut must be that
+    pattern's safe cut (for the presets, a space between two non-whitespace characters); a custom pattern is cut only
+    at special tokens.
 
     >>> import io
     >>> data = b"one two three four"
@@ -220,8 +237,9 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
     """
     boundaries = [0]
     target = chunk_bytes
+    space_cut = _space_cut(pattern)
     while target < size:
-        cut = _find_safe_cut(file, target, size, special_tokens)
+        cut = _find_safe_cut(file, target, size, special_tokens, space_cut)
         if cut >= size:
             break
         boundaries.append(cut)
@@ -230,9 +248,19 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
     return boundaries
 
 
-def _find_safe_cut(file: BinaryIO, target: int, size: int, special_tokens: Sequence[bytes]) -> int:
+def _space_cut(pattern: str | None) -> re.Pattern[bytes] | None:
+    """The bytes regex of the space cuts of a pattern (regex text; None: GPT-2's), or None when it has none."""
+    if pattern is None or pattern == GPT2_PATTERN:
+        return _SPACE_CUT
+    return _BETWEEN_WORDS_CUT if compile_pattern(pattern).safe_cut is not None else None
+
+
+def _find_safe_cut(file: BinaryIO, target: int, size: int, special_tokens: Sequence[bytes],
+                   space_cut: re.Pattern[bytes] | None = _SPACE_CUT) -> int:
     """The first safe cut at or after `target` (see `find_chunk_boundaries`), or `size` if there is none."""
     reach = max(map(len, special_tokens), default=1) - 1  # how far an occurrence can extend over a cut
+    if space_cut is _BETWEEN_WORDS_CUT:
+        reach = max(reach, _CUT_LOOKBEHIND)
     window = _CUT_WINDOW
     while target < size:
         low = max(0, target - reach)
@@ -244,7 +272,8 @@ def _find_safe_cut(file: BinaryIO, target: int, size: int, special_tokens: Seque
                        for token in special_tokens for start in _find_all(data, token)]
         starts = {start for start, _ in occurrences}
         # A space right before a special token ends its document: there the space is no cut, but the token start is.
-        spaces = {low + match.start() for match in _SPACE_CUT.finditer(data, target - low)}
+        spaces = ({low + match.start() for match in space_cut.finditer(data, target - low)}
+                  if space_cut is not None else set())
         candidates = sorted({space for space in spaces if space + 1 not in starts}
                             | {start for start in starts if start >= target})
         for cut in candidates:
@@ -269,23 +298,30 @@ def _find_all(data: bytes, token: bytes) -> Iterator[int]:
 
 
 class _FileTask:
-    """Counts one byte range (path, start, end) of a file; its size is the number of bytes."""
+    """Counts one byte range (path, start, end) of a file; its size is the number of bytes. `pattern` is the regex
+    text to count with (None: GPT-2's, the engines' counters' own)."""
 
-    def __init__(self, errors: str) -> None:
+    def __init__(self, errors: str, pattern: str | None = None) -> None:
         self.errors = errors
+        self.pattern = None if pattern == GPT2_PATTERN else pattern
 
     def __call__(self, counter: PieceCounter, task: tuple[str, int, int]) -> int:
         path, start, end = task
-        counter.add_text(read_text(path, start, end, self.errors))
+        counter.add_text(read_text(path, start, end, self.errors), self.pattern)
         return end - start
 
 
 class _BatchTask:
     """Counts a batch (list) of texts, each on its own; its size is the number of texts (`_Batch.texts`)."""
 
+    pattern: str | None = None
+
+    def __init__(self, pattern: str | None = None) -> None:
+        self.pattern = None if pattern == GPT2_PATTERN else pattern
+
     def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
         for text in batch:
-            counter.add_text(replace_surrogates(text))
+            counter.add_text(replace_surrogates(text), self.pattern)
         return getattr(batch, "texts", len(batch))
 
 
@@ -313,18 +349,21 @@ class _Batch(list):
     texts = 0
 
 
-def _batches(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Iterator[_Batch]:
+def _batches(texts: Iterable[str], special_tokens: Sequence[str] = (), pattern: str | None = None
+             ) -> Iterator[_Batch]:
     """Batches of consecutive texts of about BATCH_CHARS characters in all, checking that each text is a str.
 
     A text longer than `SEGMENT_CHARS` is sent as parts: its documents (split at the special tokens, after replacing
-    its lone surrogates) cut into segments (`safe_segments`), each counted alone with the same result. So no batch
-    holds more than about BATCH_CHARS + SEGMENT_CHARS characters, whatever the longest text, and the batches waiting
-    in the queue and in the workers stay small.
+    its lone surrogates) cut into segments (`safe_segments`, or the safe cuts of `pattern`), each counted alone with
+    the same result. So no batch holds more than about BATCH_CHARS + SEGMENT_CHARS characters, whatever the longest
+    text, and the batches waiting in the queue and in the workers stay small; a custom pattern has no safe cut, so a
+    long document goes whole.
 
     >>> [(list(batch), batch.texts) for batch in _batches(["a", "b c"])]
     [(['a', 'b c'], 2)]
     """
     splitter = SpecialTokenSplitter(special_tokens)
+    compiled = compile_pattern(resolve_pattern(pattern))
     batch, size = _Batch(), 0
     for index, text in enumerate(texts):
         _check_is_text(index, text)
@@ -334,7 +373,7 @@ def _batches(texts: Iterable[str], special_tokens: Sequence[str] = ()) -> Iterat
         else:
             text = replace_surrogates(text)  # as the workers would: no part may differ from its text there
             for document in splitter.split(text) if splitter else (text,):
-                for segment in safe_segments(document, SEGMENT_CHARS):
+                for segment in compiled.segments(document, SEGMENT_CHARS):
                     if size >= BATCH_CHARS:
                         yield batch
                         batch, size = _Batch(), 0

@@ -1,12 +1,15 @@
 """The local counting engine: worker processes on this machine, each pulling tasks from a queue.
 
 Each worker keeps one `PieceCounter` and sends pre-token counts to the parent when its table is flushed and at the
-end; the parent adds them into one table. Interrupts are left to the parent, which stops the workers.
+end; the parent adds them into one table. Interrupts are left to the parent, which stops the workers, and a worker
+dies with its parent (`hf_bpe.common.parallel.exit_with_parent`), so none is left behind by `kill -9` of the parent.
 """
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence, Sized
@@ -15,6 +18,7 @@ from typing import Any
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.parallel import (
     default_num_workers,
+    exit_with_parent,
     leave_interrupts_to_the_parent,
     multiprocessing_context,
     start_workers,
@@ -64,7 +68,7 @@ class _WorkerProcesses:
         first_error_index = context.Value("q", sys.maxsize)
         self.processes = [context.Process(target=_worker_main, daemon=True,
                                           args=(self.run, self.special_tokens, self.task_queue, self.result_queue,
-                                                first_error_index))
+                                                first_error_index, os.getpid()))
                           for _ in range(self.num_workers)]
         self.bar = bar
         self.total: Counter[bytes] = Counter()
@@ -108,13 +112,15 @@ class _WorkerProcesses:
                 self._handle(self.result_queue.get_nowait())
         except queue.Empty:
             pass
-        if block and any(process.exitcode not in (None, 0) for process in self.processes):
+        dead = [process.exitcode for process in self.processes if process.exitcode not in (None, 0)] if block else []
+        if dead:
             method = self.context.get_start_method()
             raise RuntimeError(
-                f"a pre-token counting worker process died: out of memory, or it could not start (with the {method!r} "
-                "start method the main script is re-imported: guard it with `if __name__ == \"__main__\":`, and "
-                "use num_workers=1 for code read from stdin)" if method == "spawn" else
-                "a pre-token counting worker process died (out of memory?); num_workers=1 counts in this process"
+                f"a pre-token counting worker process died{_how(dead[0])}: out of memory, or it could not start (with "
+                f"the {method!r} start method the main script is re-imported: guard it with `if __name__ == "
+                "\"__main__\":`, and use num_workers=1 for code read from stdin)" if method == "spawn" else
+                f"a pre-token counting worker process died{_how(dead[0])}; fewer workers (num_workers, --workers) "
+                "need less memory, and num_workers=1 counts in this process"
             ) from None
 
     def _handle(self, message: tuple[Any, ...]) -> None:
@@ -138,8 +144,24 @@ class _WorkerProcesses:
         self.total.update(counts)
 
 
+def _how(exitcode: int) -> str:
+    """How a worker process ended, from its exit code.
+
+    >>> _how(-9), _how(3)
+    (' (killed by SIGKILL, which the out-of-memory killer sends)', ' (exit code 3)')
+    """
+    if exitcode >= 0:
+        return f" (exit code {exitcode})"
+    try:
+        name = signal.Signals(-exitcode).name
+    except ValueError:
+        name = f"signal {-exitcode}"
+    return f" (killed by {name}{', which the out-of-memory killer sends' if name == 'SIGKILL' else ''})"
+
+
 def _worker_main(run: Callable[[PieceCounter, Any], int], special_tokens: list[str], task_queue: Any,
-                 result_queue: Any, first_error_index: Any) -> None:
+                 result_queue: Any, first_error_index: Any, parent_pid: int) -> None:
+    exit_with_parent(parent_pid)
     leave_interrupts_to_the_parent()
     try:
         counter = PieceCounter(special_tokens)

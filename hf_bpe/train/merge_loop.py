@@ -1,6 +1,10 @@
 """Byte-level BPE training: count pre-tokens, then repeatedly merge the most frequent adjacent pair.
 
-The merge loop follows the classic incremental algorithm (as in HF tokenizers' BpeTrainer), tuned for CPython:
+The merge loop follows the classic incremental algorithm (as in HF tokenizers' BpeTrainer), tuned for CPython. It
+holds the words in one of two stores that give the same merges: `hf_bpe.train.flat_corpus.FlatCorpus` (the default,
+`store="flat"`: all words as linked positions in flat arrays, the big merges applied with numpy, the small ones in
+Python, pairs made below a speculative floor left out) and `_Corpus` (`store="strings"`, described here: one `str`
+per word, kept as the plain alternative the tests compare with):
 
 * Pre-tokens are deduplicated and kept as `words` with a `frequency` each. A word is a `str` whose characters are
   token ids (`chr(id)`), so replacing a pair everywhere in a word is one C-level `str.replace`, which merges
@@ -47,7 +51,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from hf_bpe.common.parallel import progress_bar
-from hf_bpe.train.queues import MAX_PAIR_COUNT, QUEUES
+from hf_bpe.train.flat_corpus import FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.queues import QUEUES
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -56,6 +61,8 @@ Merges = list[tuple[bytes, bytes]]
 MAX_TOKEN_ID = sys.maxunicode
 _REVERSE_BYTES = bytes(range(255, -1, -1))
 DEFAULT_QUEUE = "buckets"  # the merge loop's priority structure, see QUEUES
+STORES = ("flat", "strings")  # how the merge loop holds the words: `FlatCorpus`, or `_Corpus`
+DEFAULT_STORE = "flat"
 # Words at least this long are merged through linked positions (`_LongWord`) rather than `str.replace`.
 LONG_WORD_LENGTH = 256
 # The index entries of one pair in `_Corpus.pair_words` (the three forms are described there).
@@ -65,56 +72,78 @@ BYTE_PAIR_BLOCK = 1 << 20
 
 
 def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | None = None, *,
-                long_word_length: int = LONG_WORD_LENGTH, queue: str = DEFAULT_QUEUE) -> list[tuple[int, int]]:
+                long_word_length: int = LONG_WORD_LENGTH, queue: str = DEFAULT_QUEUE,
+                store: str = DEFAULT_STORE) -> list[tuple[int, int]]:
     """Run up to `num_merges` BPE merges over weighted words; return them as (left id, right id) in merge order.
 
     Ids 0-255 are the bytes and merge i creates id 256 + i. Stops early when no adjacent pair is left.
-    Words of at least `long_word_length` bytes are merged through linked positions, and `queue` ("buckets" or
-    "heap") picks the priority structure; neither changes the result, only the speed.
+    `store` picks how the words are held ("flat": `FlatCorpus`, all words as linked positions in flat arrays, the
+    big merges done with numpy; "strings": `_Corpus`, one `str` per word, where words of at least
+    `long_word_length` bytes are linked positions), and `queue` ("buckets" or "heap") the priority structure; none
+    of them changes the result, only the speed.
 
     >>> merge_pairs({b"abab": 1}, 5)
     [(97, 98), (256, 256)]
+    >>> merge_pairs({b"abab": 1}, 5, store="strings", queue="heap")
+    [(97, 98), (256, 256)]
     """
-    return _merge(_Words.of_counts(counts), num_merges, progress, long_word_length=long_word_length, queue=queue)
+    return _merge(_Words.of_counts(counts), num_merges, progress, long_word_length=long_word_length, queue=queue,
+                  store=store)
 
 
 class _Words:
-    """The distinct pre-tokens of two or more bytes as the merge loop's words (`str`, one character per byte) and
-    their frequencies: all the merge loop needs of the counts, so the counts can be freed before it starts.
+    """The distinct pre-tokens of two or more bytes end to end (`data`), with their `lengths` and `frequencies`
+    (int64): all the merge loop needs of the counts, so the counts can be freed before it starts.
 
     >>> words = _Words.of_counts({b"ab": 3, b"a": 5, b"abc": 1})
-    >>> words.words, list(words.frequencies), words.distinct
+    >>> words.strings(), words.frequencies.tolist(), words.distinct
     (['ab', 'abc'], [3, 1], 3)
     """
 
-    def __init__(self, words: list[str], frequencies: array, distinct: int) -> None:
-        self.words, self.frequencies, self.distinct = words, frequencies, distinct
+    def __init__(self, data: bytes, lengths: np.ndarray, frequencies: np.ndarray, distinct: int) -> None:
+        self.data, self.lengths, self.frequencies, self.distinct = data, lengths, frequencies, distinct
 
     @classmethod
     def of_counts(cls, counts: Mapping[bytes, int]) -> _Words:
-        words: list[str] = []
-        frequencies = array("q")
-        for word, frequency in counts.items():
-            if len(word) > 1:  # a single byte never takes part in a pair
-                words.append(word.decode("latin-1"))
-                frequency = int(frequency)
-                if frequency > MAX_PAIR_COUNT:
-                    raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
-                frequencies.append(frequency)
-        return cls(words, frequencies, len(counts))
+        try:
+            data, lengths, frequencies = words_of(counts)
+        except OverflowError:
+            raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits") from None
+        return cls(data, lengths, frequencies, len(counts))
+
+    def strings(self) -> list[str]:
+        """The words as `str`, one character per byte."""
+        text = self.data.decode("latin-1")
+        ends = np.cumsum(self.lengths).tolist()
+        return [text[start:end] for start, end in zip([0, *ends], ends)]
+
+    def check_totals(self) -> None:
+        """Refuse counts whose pair counts could overflow 64 bits (the stores count them in int64 arrays)."""
+        longest = int(self.lengths.max()) if len(self.lengths) else 0
+        if sum(self.frequencies.tolist()) * longest >= 1 << 63:
+            raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
 
 
 def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_length: int = LONG_WORD_LENGTH,
-           queue: str = DEFAULT_QUEUE) -> list[tuple[int, int]]:
-    """`merge_pairs` on words made by `_Words.of_counts`; the corpus's structures take over `words`'s lists."""
+           queue: str = DEFAULT_QUEUE, store: str = DEFAULT_STORE) -> list[tuple[int, int]]:
+    """`merge_pairs` on words made by `_Words.of_counts`. `words` is used up: the store takes over its frequencies,
+    and its bytes are dropped once the store is built (the caller may still hold `words`)."""
     if queue not in QUEUES:
         raise ValueError(f"queue must be one of {', '.join(map(repr, QUEUES))}, got {queue!r}")
+    if store not in STORES:
+        raise ValueError(f"store must be one of {', '.join(map(repr, STORES))}, got {store!r}")
     num_merges = min(num_merges, MAX_TOKEN_ID + 1 - 256)
-    corpus = _Corpus(words, long_word_length)
+    words.check_totals()
+    if store == "flat":
+        corpus: _Corpus | FlatCorpus = FlatCorpus(words.data, words.lengths, words.frequencies,
+                                                  speculative_floor(words.frequencies, num_merges))
+    else:
+        corpus = _Corpus(words.strings(), array("q", words.frequencies.tobytes()), long_word_length)
+    words.data, words.lengths = b"", np.zeros(0, dtype=np.int64)
     del words
     pair_counts = corpus.pair_counts
     token_keys = [_reverse_order_key(bytes([byte])) for byte in range(256)]
-    best_pairs = QUEUES[queue](pair_counts, token_keys)
+    best_pairs = QUEUES[queue](pair_counts, token_keys, corpus.floor)
     token_bytes = [bytes([byte]) for byte in range(256)]
     merges: list[tuple[int, int]] = []
 
@@ -125,7 +154,12 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
             while len(merges) < num_merges:
                 pair = best_pairs.pop()
                 if pair is None:
-                    break
+                    if not best_pairs.floor:
+                        break
+                    new_pairs = corpus.lower_floor()  # the guess was too high: pairs below it are needed now
+                    best_pairs.floor = corpus.floor
+                    best_pairs.add(new_pairs)
+                    continue
                 left, right = pair
                 new_token = chr(256 + len(merges))
                 merges.append((ord(left), ord(right)))
@@ -157,11 +191,10 @@ class _Corpus:
     """
 
     pair_words: dict[str, PairIndexEntry]
+    floor = 0  # every created pair is indexed and filed (see `FlatCorpus.floor`)
 
-    def __init__(self, words: _Words, long_word_length: int = LONG_WORD_LENGTH) -> None:
-        self.words, self.frequencies = words.words, words.frequencies
-        if sum(self.frequencies) * max(map(len, self.words), default=0) >= 1 << 63:
-            raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
+    def __init__(self, words: list[str], frequencies: array, long_word_length: int = LONG_WORD_LENGTH) -> None:
+        self.words, self.frequencies = words, frequencies
         self.pair_counts, self.pair_words = _count_byte_pairs(self.words, self.frequencies, long_word_length)
         self.pair_long_words: defaultdict[str, list[_LongWord]] = defaultdict(list)
         for word_index, word in enumerate(self.words):

@@ -4,6 +4,10 @@ No pre-token crosses a piece (`hf_bpe.pretokenize.gpt2.split_into_pieces`), so p
 `collections.Counter`, and the slow pattern runs once per distinct piece; a pre-token's count is the sum of its
 pieces' counts. When the piece table passes `max_pieces` entries it is converted (`flush`), so memory is bounded by
 the distinct pre-tokens, not the corpus.
+
+Other patterns (`hf_bpe.pretokenize.patterns`): the presets' pieces are the text between their safe cuts, pre-tokenized
+the same way; a custom pattern has no safe cut, so its pieces are the pre-tokens themselves, one `findall` per
+document (in batches of matches for a document longer than SEGMENT_CHARS).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
     GPT2_REGEX,
     WHITESPACE_CHARS,
+    CompiledPattern,
     SpecialTokenSplitter,
+    compile_pattern,
+    resolve_pattern,
     safe_segments,
     split_into_pieces,
 )
@@ -34,7 +41,7 @@ class PieceCounter:
     """Counts the pieces (`split_into_pieces`) of texts, and turns them into pre-token counts.
 
     The piece table is converted to pre-token counts (`flush`) when it passes `max_pieces` entries (default
-    `MAX_PIECES`), and at the end.
+    `MAX_PIECES`), and at the end. `pattern` is a preset name or regex text (None: GPT-2's).
 
     >>> counter = PieceCounter(["<s>"])
     >>> counter.add_text("a cat<s> a cat")
@@ -44,14 +51,33 @@ class PieceCounter:
     [(b' a', 1), (b' cat', 2), (b'a', 1)]
     """
 
-    def __init__(self, special_tokens: Sequence[str] = (), max_pieces: int | None = None) -> None:
+    def __init__(self, special_tokens: Sequence[str] = (), max_pieces: int | None = None, *,
+                 pattern: str | None = None) -> None:
         self.pieces: Counter[str] = Counter()
         self.pretokens: Counter[bytes] = Counter()  # of the pieces converted so far
         self.max_pieces = MAX_PIECES if max_pieces is None else max_pieces
         self._splitter = SpecialTokenSplitter(special_tokens)
+        self._pattern: CompiledPattern = compile_pattern(resolve_pattern(pattern))
 
-    def add_text(self, text: str) -> None:
-        """Count the pieces of one text (its special tokens split it into documents and are dropped)."""
+    @property
+    def pattern(self) -> str:
+        """The regex text the counter pre-tokenizes with."""
+        return self._pattern.pattern
+
+    def add_text(self, text: str, pattern: str | None = None) -> None:
+        """Count the pieces of one text (its special tokens split it into documents and are dropped).
+
+        `pattern` (regex text), if given, is the pattern to count with: the counting engines make counters with the
+        default pattern and the counting task names its own. A counter with pieces or pre-tokens of another pattern
+        refuses it (ValueError), as their pieces would not be comparable.
+        """
+        if pattern is not None and pattern != self._pattern.pattern:
+            if self.pieces or self.pretokens:
+                raise ValueError("a PieceCounter counts with one pattern: this one holds counts of another")
+            self._pattern = compile_pattern(pattern)
+        if not self._pattern.is_gpt2:
+            self._add_text_with(self._pattern, text)
+            return
         update = self.pieces.update
         for document in self._splitter.split(text) if self._splitter else (text,):
             if len(document) <= SEGMENT_CHARS:
@@ -62,6 +88,21 @@ class PieceCounter:
                 if len(self.pieces) > self.max_pieces:
                     self.flush()  # a new piece table
             update = self.pieces.update
+        if len(self.pieces) > self.max_pieces:
+            self.flush()
+
+    def _add_text_with(self, compiled: CompiledPattern, text: str) -> None:
+        """`add_text` for a pattern other than GPT-2's (see the module docstring)."""
+        for document in self._splitter.split(text) if self._splitter else (text,):
+            if len(document) <= SEGMENT_CHARS:
+                self.pieces.update(compiled.pieces(document))
+            else:
+                parts = (compiled.pretoken_batches(document, SEGMENT_CHARS) if compiled.pieces_are_pretokens
+                         else map(compiled.pieces, compiled.segments(document, SEGMENT_CHARS)))
+                for pieces in parts:  # never the list of all the document's pieces
+                    self.pieces.update(pieces)
+                    if len(self.pieces) > self.max_pieces:
+                        self.flush()
         if len(self.pieces) > self.max_pieces:
             self.flush()
 
@@ -95,6 +136,15 @@ class PieceCounter:
         faster, and its long lists of pre-tokens doubled the memory a conversion needs.
         """
         counts: Counter[str] = Counter()
+        compiled = self._pattern
+        if compiled.pieces_are_pretokens:
+            return self.pieces
+        if not compiled.is_gpt2:
+            ascii_findall, findall = compiled.findall_ascii, compiled.findall
+            for piece, count in self.pieces.items():
+                for pretoken in ascii_findall(piece) if piece.isascii() else findall(piece):
+                    counts[pretoken] += count
+            return counts
         ascii_findall, findall = GPT2_ASCII_REGEX.findall, GPT2_REGEX.findall
         for piece, count in self.pieces.items():
             if piece[-1] in _WHITESPACE:  # a run of whitespace: one pre-token (a piece ends in whitespace only then)

@@ -1,8 +1,10 @@
 """The merge loop's priority structures: which pair is merged next.
 
 Both pop the pair with the highest count, ties going to the lexicographically greater (bytes, bytes) pair, and both
-skip stale entries lazily (a pair's count is looked up when it is popped). `_BucketQueue` is the default; the heap is
-kept as the plain alternative the tests compare it with.
+skip stale entries lazily (a pair's count is looked up when it is popped; so an entry may also be a duplicate). Both
+have a `floor`: while it is set, `pop` gives None rather than a pair counting less (the store has not filed those
+pairs yet, see `FlatCorpus.floor`). `_BucketQueue` is the default; the heap is kept as the plain alternative the
+tests compare it with.
 """
 
 from __future__ import annotations
@@ -21,16 +23,18 @@ class _LazyHeap:
     is pushed back with the true count when it reaches the top. Entries are (-count, order key, pair), compared in C.
     """
 
-    def __init__(self, pair_counts: dict[str, int], token_keys: list[str]) -> None:
-        self.pair_counts, self.token_keys = pair_counts, token_keys
+    def __init__(self, pair_counts: dict[str, int], token_keys: list[str], floor: int = 0) -> None:
+        self.pair_counts, self.token_keys, self.floor = pair_counts, token_keys, floor
         self.heap = [(-count, token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair)
                      for pair, count in pair_counts.items()]
         heapq.heapify(self.heap)
 
     def pop(self) -> str | None:
         """Remove and return the pair with the highest count (ties: the greater bytes), or None when none is left."""
-        heap, pair_counts, heappop = self.heap, self.pair_counts, heapq.heappop
+        heap, pair_counts, heappop, floor = self.heap, self.pair_counts, heapq.heappop, self.floor
         while heap:
+            if -heap[0][0] < floor:
+                return None
             negative_count, key, pair = heappop(heap)
             count = pair_counts.get(pair, 0)
             if count == -negative_count:
@@ -60,8 +64,8 @@ class _BucketQueue:
     pair, the largest part of the merge loop's memory (there are about as many pairs as distinct pre-tokens).
     """
 
-    def __init__(self, pair_counts: dict[str, int], token_keys: list[str]) -> None:
-        self.pair_counts, self.token_keys = pair_counts, token_keys
+    def __init__(self, pair_counts: dict[str, int], token_keys: list[str], floor: int = 0) -> None:
+        self.pair_counts, self.token_keys, self.floor = pair_counts, token_keys, floor
         self.buckets: dict[int, list[str]] = defaultdict(list)
         for pair, count in pair_counts.items():
             self.buckets[count].append(pair)
@@ -82,7 +86,7 @@ class _BucketQueue:
                     return pair
                 if count:
                     self._file(count, pair)
-            if not self.bucket_counts:
+            if not self.bucket_counts or -self.bucket_counts[0] < self.floor:
                 return None
             self.top_count = -heappop(self.bucket_counts)
             token_keys = self.token_keys
@@ -92,8 +96,13 @@ class _BucketQueue:
 
     def add(self, created: dict[str, int]) -> None:
         """Add the pairs a merge created, with their counts."""
+        buckets, top_count = self.buckets, self.top_count
         for pair, count in created.items():
-            self._file(count, pair)
+            bucket = buckets.get(count) if count < top_count else None
+            if bucket is None:
+                self._file(count, pair)
+            else:
+                bucket.append(pair)
 
     def _file(self, count: int, pair: str) -> None:
         if count < self.top_count:

@@ -227,10 +227,40 @@ def test_an_error_raised_while_interrupted_counts_as_the_interrupt(capsys: pytes
     assert capsys.readouterr().err == "hf-bpe test: interrupted; nothing was written\n"
 
 
-def test_a_bug_is_not_hidden() -> None:
+def test_a_sigterm_swallowed_where_python_cannot_raise_is_raised_again(capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM while a `__del__` (or an at-fork hook) runs: Python prints "Exception ignored" and drops the
+    exception there; the run must still stop, with its one line and exit code 143 (issue 20)."""
+    import signal
+    import time
+
+    class SignalledWhileDeleted:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(1000))  # the handler runs here, inside __del__
+
+    def runs(args: argparse.Namespace) -> int:
+        SignalledWhileDeleted()
+        time.sleep(30)
+        return 0
+
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGALRM), sys.unraisablehook
+    start = time.monotonic()
+    assert run_reporting_errors("hf-bpe test", runs, argparse.Namespace()) == 143
+    assert time.monotonic() - start < 10
+    assert capsys.readouterr().err == "hf-bpe test: terminated (SIGTERM); nothing was written\n"
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGALRM), sys.unraisablehook) == handlers
+
+
+def test_a_bug_is_one_line_and_hf_bpe_debug_shows_its_traceback(capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     def fails(args: argparse.Namespace) -> int:
         raise KeyError("a bug")
 
+    monkeypatch.delenv("HF_BPE_DEBUG", raising=False)
+    assert run_reporting_errors("hf-bpe test", fails, argparse.Namespace()) == 2
+    assert capsys.readouterr().err == ("hf-bpe test: internal error: KeyError: 'a bug' (a bug in hf_bpe: please "
+                                       "report it with the traceback HF_BPE_DEBUG=1 shows)\n")
+    monkeypatch.setenv("HF_BPE_DEBUG", "1")
     with pytest.raises(KeyError):
         run_reporting_errors("hf-bpe test", fails, argparse.Namespace())
 

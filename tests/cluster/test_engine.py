@@ -41,6 +41,8 @@ SPECIALS = [EOT, "<|pad|>"]
 CORPORA = [FIXTURES / "corpus.en", FIXTURES / "tinystories_sample.txt", FIXTURES / "hf_corpora_sample.txt"]
 # Small chunks make many tasks, spread over both nodes, with cuts at spaces and at special tokens.
 CHUNK_BYTES = 8192
+# Every node of the test cluster has a small object store, so that a test can show that a job stays within it.
+STORE_BYTES = 100 << 20
 
 # The documents of the token-array tests: empty and whitespace-only ones, non-ASCII text, a special-token string
 # inside a document (ordinary text unless allow_special), and enough of them for several shards and blocks.
@@ -53,7 +55,7 @@ DOCUMENTS = [
 @pytest.fixture(scope="module")
 def cluster():
     """A two-node Ray cluster on this machine, its address, and the environment a driver needs to join it."""
-    with LocalRayCluster(num_nodes=2, cpus_per_node=1) as running:
+    with LocalRayCluster(num_nodes=2, cpus_per_node=1, object_store_memory=STORE_BYTES) as running:
         saved = dict(os.environ)
         os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
         # One connection for the module (the engine uses an existing one); the CLI tests connect by address.
@@ -323,3 +325,75 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2_before_any_output(tmp_pat
         "cannot reach the Ray cluster at 127.0.0.1:1 (Connection refused); start it with `ray start --head` or check "
         "--ray-address")
     assert "Traceback" not in result.stderr and not (tmp_path / "tok").exists()
+
+
+# --- bounded object store ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def large_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A JSON-lines dataset of 300 MB, three times a node's object store (STORE_BYTES) and more than the cluster's
+    two stores together; documents of 200-1,700 words, so that the cuts fall inside its read batches."""
+    words = (FIXTURES / "corpus.en").read_text(encoding="utf-8").split()
+    path = tmp_path_factory.mktemp("large") / "docs.jsonl"
+    size = index = 0
+    with open(path, "w", encoding="utf-8") as file:
+        while size < 3 * STORE_BYTES:
+            start = index * 7919 % (len(words) - 2000)
+            line = json.dumps({"text": " ".join(words[start:start + 200 + index % 1500]), "id": index}) + "\n"
+            file.write(line)
+            size += len(line)
+            index += 1
+    return path
+
+
+def test_ray_tokenize_streams_a_dataset_three_times_the_object_store(cluster, tokenizer_dir, large_jsonl, tmp_path):
+    from hf_bpe.cluster.store_stats import ObjectStoreMonitor
+    from hf_bpe.cluster.workers import IN_FLIGHT_PER_ACTOR
+
+    with ObjectStoreMonitor(spill_root=cluster.temp_dir) as monitor:
+        metadata = tokenize_dataset_ray(tokenizer_dir, "json", tmp_path / "ray", data_files=[str(large_jsonl)],
+                                        ray_address=cluster.address, progress=False, concatenate=True)
+    # The bound: the shards in flight (IN_FLIGHT_PER_ACTOR per actor, one actor per CPU) in the driver node's
+    # store, the copies of those a remote actor reads in its node's store, each at most shard_bytes of text plus
+    # its Arrow offsets, and the encoder (a few MB).
+    actors = int(ray.cluster_resources()["CPU"])
+    shard_bytes = metadata["shard_bytes"]
+    bound = (IN_FLIGHT_PER_ACTOR * actors + IN_FLIGHT_PER_ACTOR) * (shard_bytes + shard_bytes // 8) + (8 << 20)
+    assert monitor.samples > 10 and monitor.failed_samples == 0
+    assert 0 < monitor.peak_used_bytes <= bound < STORE_BYTES, (monitor.peak_used_bytes, bound)
+    assert monitor.peak_spilled_bytes == 0
+    assert len(metadata["shards"]) >= 3 * STORE_BYTES // shard_bytes - 1
+
+    local = tokenize_dataset(tokenizer_dir, "json", tmp_path / "local", data_files=[str(large_jsonl)], num_proc=2,
+                             progress=False)
+    assert metadata["num_tokens"] == local["num_tokens"]
+    assert file_sha256(tmp_path / "ray" / "train.bin") == file_sha256(tmp_path / "local" / "train.bin")
+
+
+def test_ray_counting_of_a_corpus_three_times_the_object_store_keeps_it_out_of_the_store(cluster, large_jsonl):
+    from hf_bpe.cluster.store_stats import ObjectStoreMonitor
+
+    with ObjectStoreMonitor(spill_root=cluster.temp_dir) as monitor:
+        counted = count_pretokens_in_files([large_jsonl], [EOT], engine=RayCountingEngine(cluster.address),
+                                           progress=False)
+    # Chunks are byte ranges each actor reads itself: only the actors' counters (distinct pre-tokens, a few MB
+    # here) pass through the store.
+    assert monitor.samples > 10 and monitor.failed_samples == 0
+    assert monitor.peak_used_bytes <= 16 << 20 and monitor.peak_spilled_bytes == 0, monitor.peak_used_bytes
+    assert counted == count_pretokens_in_files([large_jsonl], [EOT], num_workers=2, progress=False)
+
+
+def test_ray_commands_show_progress_with_throughput_on_the_driver(cluster, corpus, tokenizer_dir, tmp_path, capfd):
+    source = write_jsonl(tmp_path / "docs.jsonl", DOCUMENTS)
+    result = run_cli("tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset", "json", "--data-files",
+                     str(source), "--out", str(tmp_path / "data"), "--engine", "ray", "--ray-address",
+                     cluster.address)
+    assert result.returncode == 0, result.stderr
+    bar = result.stderr.replace("\r", "\n").splitlines()
+    assert any(line.startswith("tokenizing train:") and "B/s" in line and "documents read" in line for line in bar)
+    # Counting for training: the same bar as the local engine (shown on a terminal; asked for here), in bytes.
+    count_pretokens_in_files(corpus, SPECIALS, chunk_bytes=CHUNK_BYTES, engine=RayCountingEngine(cluster.address),
+                             progress=True)
+    lines = capfd.readouterr().err.replace("\r", "\n").splitlines()
+    assert any(line.startswith("counting pre-tokens:") and "100%" in line and "B/s" in line for line in lines)

@@ -46,12 +46,28 @@ def test_read_text_with_replace_decodes_like_bytes_decode(data: bytes, draw: st.
             with pytest.raises(InputError) as raised:
                 read_text(path, start, end)
             marks = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # UTF-32LE's starts as UTF-16LE's
+            compressed = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"PK\x03\x04")  # gzip, xz, zstd, zip
             if start == 0 and data.startswith(marks):
                 assert "byte order mark: the file is UTF-" in str(raised.value)
+            elif start == 0 and (data.startswith(compressed) or data[:4].startswith(b"BZh") and data[3:4].isdigit()):
+                assert "-compressed, not UTF-8 text: decompress it first" in str(raised.value)
             else:
                 assert str(raised.value).startswith(f"{path}: invalid UTF-8 at byte offset {start + error.start} (")
         else:
             assert read_text(path, start, end) == expected
+
+
+@pytest.mark.parametrize("compress, kind", [("gzip", "gzip"), ("bz2", "bzip2"), ("lzma", "xz")])
+def test_a_compressed_file_is_named_as_such(tmp_path: Path, compress: str, kind: str) -> None:
+    """Training on the compressed bytes (what --errors replace would do) is never what is meant (issue 20)."""
+    import importlib
+
+    path = tmp_path / "corpus.txt.z"
+    path.write_bytes(importlib.import_module(compress).compress("naïve text ".encode() * 100))
+    with pytest.raises(InputError, match=rf"^{path}: is {kind}-compressed, not UTF-8 text: decompress it first "
+                                         r"\(e.g. `"):
+        read_text(path)
+    assert read_text(path, errors="replace") == path.read_bytes().decode("utf-8", "replace")  # as asked
 
 
 def test_read_text_names_a_missing_file(tmp_path: Path) -> None:

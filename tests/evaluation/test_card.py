@@ -17,7 +17,7 @@ import yaml
 from hf_bpe.cli.card import add_card_arguments, run_card
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.tokenizer import Tokenizer
-from hf_bpe.evaluation.card import SAMPLE_TEXT, measure_compression, write_model_card
+from hf_bpe.evaluation.card import SAMPLE_TEXT, write_model_card
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from tests import REPO
@@ -111,15 +111,6 @@ def test_compression_matches_an_independent_count(tokenizer_dir, tmp_path):
         suffix = " (training corpus)" if corpus.name == "corpus.en" else ""
         row = f"| `{corpus.name}`{suffix} | {len(data):,} | {num_tokens:,} | {len(data) / num_tokens:.3f} |"
         assert row in card
-
-
-@pytest.mark.parametrize("chunk_chars", [1, 1000, 10**9])
-def test_compression_in_chunks(chunk_chars, encoder):
-    corpus = FIXTURES / "tinystories_sample.txt"
-    result = measure_compression(encoder, corpus, chunk_chars=chunk_chars)
-    text = corpus.read_text(encoding="utf-8")
-    assert EOT in text
-    assert (result.num_bytes, result.num_tokens) == (len(text.encode()), len(encoder.encode(text)))
 
 
 def test_examples_are_the_encoder_output(tokenizer_dir, encoder):

@@ -1,14 +1,18 @@
 """Every way of loading a saved directory gives the same ids, each loader in a fresh process.
 
-The five loaders: (1) `AutoTokenizer.from_pretrained(dir)` with hf_bpe unimportable, (2)
+The six loaders: (1) `AutoTokenizer.from_pretrained(dir)` with hf_bpe unimportable, (2)
 `tokenizers.Tokenizer.from_file`, (3) `HFBPETokenizer.from_pretrained`, (4) `AutoTokenizer.from_pretrained(dir,
-trust_remote_code=True)`, (5) `hf_bpe.Tokenizer.from_files`. Each runs in its own long-lived subprocess that
+trust_remote_code=True)`, (5) `hf_bpe.Tokenizer.from_files` with the pattern the directory holds, (6) the tiktoken
+twin (`hf_bpe.formats.tiktoken.tiktoken_encoding`) with that pattern. Each runs in its own long-lived subprocess that
 answers encode requests over a pipe, so hypothesis can send many examples cheaply. The interpreter is
-`$HF_BPE_PYTHON` if set (`.ci/transformers4.sh` points it at a transformers 4 venv), else this one.
+`$HF_BPE_PYTHON` if set (`.ci/transformers4.sh` points it at a transformers 4 venv), else this one. The directories:
+GPT-2's pattern (trained, GPT-2's own files, many special tokens, one saved by hf_bpe 0.1), and one trained with
+each preset and with two custom patterns.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -24,13 +28,19 @@ from hypothesis import strategies as st
 
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
+from hf_bpe.train.api import train_bpe
 from tests import REPO
 from tests.hf.test_tokenizer import adversarial_text
+from tests.pretokenize.test_patterns import ONIGURUMA_TRAPS, QWEN2
 
 FIXTURES = REPO / "tests" / "fixtures"
 PYTHON = os.environ.get("HF_BPE_PYTHON", sys.executable)
 EOT = "<|endoftext|>"
-LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe")
+LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe", "tiktoken")
+# Directories trained with other patterns (tests/pretokenize/test_patterns.py has the custom ones).
+PATTERN_DIRECTORIES = {"cl100k": "cl100k", "o200k": "o200k", "llama3": "llama3", "qwen2": QWEN2,
+                       "oniguruma_traps": ONIGURUMA_TRAPS}
+DIRECTORY_IDS = ["reference", "gpt2", "many_specials", "saved_by_0_1", *PATTERN_DIRECTORIES]
 
 LOADER_SCRIPT = r'''
 import json, sys, traceback
@@ -45,8 +55,16 @@ def load(directory, special_tokens):
         return tok, lambda texts: [encoding.ids for encoding in tok.encode_batch(texts)]
     if loader == "hf_bpe":
         from hf_bpe import Tokenizer
-        tok = Tokenizer.from_files(directory + "/vocab.json", directory + "/merges.txt", special_tokens)
+        from hf_bpe.formats.hf_directory import read_directory_pattern
+        tok = Tokenizer.from_files(directory + "/vocab.json", directory + "/merges.txt", special_tokens,
+                                   pattern=read_directory_pattern(directory))
         return tok, lambda texts: [tok.encode(text) for text in texts]
+    if loader == "tiktoken":
+        from hf_bpe.formats.hf_directory import load_tokenizer_directory
+        from hf_bpe.formats.tiktoken import tiktoken_encoding
+        loaded = load_tokenizer_directory(directory)
+        tok = tiktoken_encoding(*loaded, pattern=loaded.pattern)
+        return tok, lambda texts: tok.encode_batch(texts, allowed_special="all")
     if loader == "hf_bpe_class":
         from hf_bpe.hf.tokenizer import HFBPETokenizer
         tok = HFBPETokenizer.from_pretrained(directory)
@@ -135,6 +153,10 @@ def directories(workdir: Path) -> list[tuple[Path, list[str]]]:
     saved_by_0_1 = workdir / "saved-v0.1"
     shutil.copytree(FIXTURES / "saved-v0.1", saved_by_0_1)  # remote code is copied into the HF cache: use a copy
     result.append((saved_by_0_1, [EOT]))
+    for name, pattern in PATTERN_DIRECTORIES.items():
+        vocab, merges = train_bpe(FIXTURES / "hf_corpora_sample.txt", 600, many[:2], num_workers=1, progress=False,
+                                  pattern=pattern)
+        result.append((save_tokenizer_directory(workdir / name, vocab, merges, many[:2], pattern=pattern), many[:2]))
     return result
 
 
@@ -171,6 +193,7 @@ def test_loaders_give_the_expected_classes(loaders) -> None:
     assert set(handshakes["hf_bpe_class"]["classes"]) == {"HFBPETokenizer"}
     assert set(handshakes["remote_code"]["classes"]) == {"HFBPETokenizer"}
     assert set(handshakes["hf_bpe"]["classes"]) == {"Tokenizer"}
+    assert set(handshakes["tiktoken"]["classes"]) == {"Encoding"}
 
 
 def fixture_texts() -> list[str]:
@@ -181,15 +204,29 @@ def fixture_texts() -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("directory", [0, 1, 2, 3], ids=["reference", "gpt2", "many_specials", "saved_by_0_1"])
+@pytest.mark.parametrize("directory", range(len(DIRECTORY_IDS)), ids=DIRECTORY_IDS)
 def test_fixture_texts_give_the_same_ids_everywhere(loaders, directory: int) -> None:
-    texts = fixture_texts()
+    texts = fixture_texts() + ["I'M 1234567 we'Ll\r\n\r\n  x\t\tY aB  \n\n\n<|end|>12"]
     assert_all_equal(encode_everywhere(loaders, directory, texts), texts)
+
+
+def test_each_directory_holds_its_pattern(directories) -> None:
+    # A preset reads back as its owner's text; a custom pattern as it is spelled for tokenizers, which means the
+    # same to tiktoken (QWEN2 is spelled alike for both, ONIGURUMA_TRAPS is not).
+    from hf_bpe import PATTERNS
+    from hf_bpe.formats.hf_directory import read_directory_pattern
+    from hf_bpe.pretokenize import tokenizers_pattern
+
+    patterns = [read_directory_pattern(path) for path, _ in directories]
+    assert patterns == [PATTERNS["gpt2"]] * 4 + [PATTERNS.get(pattern) or tokenizers_pattern(pattern)
+                                                 for pattern in PATTERN_DIRECTORIES.values()]
+    assert patterns[-2] == QWEN2 and patterns[-1] != ONIGURUMA_TRAPS
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(texts=st.lists(adversarial_text(), min_size=1, max_size=20), directory=st.sampled_from([0, 1, 2, 3]))
+@given(texts=st.lists(adversarial_text(), min_size=1, max_size=20),
+       directory=st.sampled_from(range(len(DIRECTORY_IDS))))
 def test_adversarial_texts_give_the_same_ids_everywhere(loaders, texts: list[str], directory: int) -> None:
     assert_all_equal(encode_everywhere(loaders, directory, texts), texts)
 
@@ -324,3 +361,74 @@ def test_a_directory_resaved_by_the_fast_class_still_loads_with_hf_bpe(directori
     repaired = run_state_script(workdir, "remote_code", str(workdir / "fast_resaved"), "")
     assert repaired.pop("class") == "HFBPETokenizer"
     assert repaired == first
+
+
+# ------------------------------------------- the pattern, kept by HFBPETokenizer and read by tokenize-dataset
+
+
+@pytest.mark.parametrize("index", [4, len(DIRECTORY_IDS) - 1], ids=["cl100k", "oniguruma_traps"])
+def test_hf_bpe_tokenizer_keeps_the_pattern_through_pickles_saves_and_training(directories, workdir: Path,
+                                                                               index: int) -> None:
+    import pickle
+
+    from hf_bpe.formats.hf_directory import read_directory_pattern
+    from hf_bpe.hf.tokenizer import HFBPETokenizer
+
+    source = directories[index][0]
+    pattern = read_directory_pattern(source)
+    tok = HFBPETokenizer.from_pretrained(source)
+    text = "I'M 1234567 we'Ll\r\n\r\n  x\t\tY aB Straße ß 'ßt  \n\n"
+    ids = tok(text)["input_ids"]
+    assert tok.pattern == pattern
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy.pattern == pattern and copy(text)["input_ids"] == ids
+    tok.add_tokens(["Straße"])  # the encoder of the added tokens keeps the pattern too
+    saved = workdir / f"resaved_{index}"
+    tok.save_pretrained(saved)
+    assert read_directory_pattern(saved) == pattern
+    assert "pattern" not in json.loads((saved / "tokenizer_config.json").read_text(encoding="utf-8"))
+    from transformers import AutoTokenizer
+
+    with_added = tok(text)["input_ids"]
+    assert with_added != ids and with_added == AutoTokenizer.from_pretrained(saved)(text)["input_ids"]
+    assert HFBPETokenizer.from_pretrained(saved)(text)["input_ids"] == with_added
+    new = HFBPETokenizer.from_pretrained(source).train_new_from_iterator(
+        [(FIXTURES / "tinystories_sample.txt").read_text(encoding="utf-8")], 300)
+    assert new.pattern == pattern
+
+
+def test_tokenize_dataset_encodes_with_the_directory_pattern(directories, tmp_path: Path) -> None:
+    from hf_bpe.data.encoders import tokenizer_directory_hash
+    from hf_bpe.data.load import load_tokens
+    from hf_bpe.data.pipeline import tokenize_dataset
+    from hf_bpe.encode.tokenizer import Tokenizer
+    from hf_bpe.formats.hf_directory import load_tokenizer_directory
+
+    documents = [text for text in fixture_texts()[:8] if text]
+    data = tmp_path / "docs.jsonl"
+    data.write_text("".join(json.dumps({"text": text}) + "\n" for text in documents), encoding="utf-8")
+    path = directories[4][0]
+    vocab, merges, specials = loaded = load_tokenizer_directory(path)
+    tokenize_dataset(path, "json", tmp_path / "out", data_files=[str(data)], num_proc=2, batch_size=2,
+                     cache_dir=str(tmp_path / "cache"), progress=False)
+    ordinary = Tokenizer(vocab, merges, pattern=loaded.pattern)
+    eot = vocab_id(vocab, EOT)
+    expected = [token for text in documents for token in [*ordinary.encode(text), eot]]
+    assert load_tokens(tmp_path / "out", "train").tolist() == expected
+    # The hash of a directory covers its pattern; GPT-2 directories hash the three files only, as before.
+    copy = tmp_path / "gpt2_copy"
+    shutil.copytree(path, copy)
+    gpt2_json = json.loads((directories[0][0] / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
+    content = json.loads((copy / "tokenizer.json").read_text(encoding="utf-8"))
+    content["pre_tokenizer"] = gpt2_json
+    (copy / "tokenizer.json").write_text(json.dumps(content), encoding="utf-8")
+    assert tokenizer_directory_hash(copy) != tokenizer_directory_hash(path)
+    files_only = hashlib.sha256()
+    for name in ("vocab.json", "merges.txt", "tokenizer_config.json"):
+        content_bytes = (copy / name).read_bytes()
+        files_only.update(f"{name}\0{len(content_bytes)}\0".encode() + content_bytes)
+    assert tokenizer_directory_hash(copy) == files_only.hexdigest()
+
+
+def vocab_id(vocab: dict[int, bytes], token: str) -> int:
+    return next(token_id for token_id, value in vocab.items() if value == token.encode())

@@ -689,3 +689,54 @@ def test_lone_surrogates_become_u_fffd_as_in_tiktoken(text: str, tmp_path: Path)
     assert tokenizer([text, "plain"])["input_ids"][0] == expected
     assert tokenizer.encode(text) == expected
     assert tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) == expected
+
+
+# ------------------------------------------------------------------------------------ faults, round three (issue 20)
+
+
+def too_long_warnings(tokenizer: Any, first: str, second: str) -> list[str]:
+    """The "Token indices sequence length is longer..." warnings of a fresh copy of `tokenizer` for one pair."""
+    import logging
+
+    tokenizer = pickle.loads(pickle.dumps(tokenizer))
+    tokenizer.model_max_length = 8
+    tokenizer.deprecation_warnings.clear()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        tokenizer(first, second)
+    finally:
+        logger.removeHandler(handler)
+    return [record.getMessage() for record in records if "sequence length is longer" in record.getMessage()]
+
+
+@pytest.mark.parametrize("first, second", [("hi", "the cat sat on the mat and the dog sat on the log"),
+                                           ("the cat sat on the mat and the dog sat on the log", "hi there"),
+                                           ("hi", "there")])
+def test_a_long_pair_warns_as_the_fast_tokenizer_does(ours: HFBPETokenizer, fast: Any, first: str,
+                                                      second: str) -> None:
+    expected = too_long_warnings(fast, first, second)
+    assert too_long_warnings(ours, first, second) == expected
+    assert bool(expected) == (len(first + second) > 20)  # the long pairs warn, the short one does not
+
+
+def test_train_new_from_iterator_warns_when_the_corpus_gives_fewer_tokens(directory: Path) -> None:
+    old = HFBPETokenizer.from_pretrained(directory)
+    with pytest.warns(UserWarning, match=r"no pairs left to merge, so the new tokenizer has 2\d\d tokens, fewer than "
+                                         r"the 400 asked for"):
+        new = old.train_new_from_iterator(["low lower lowest"] * 5, 400)
+    assert len(new) < 400
+
+
+def test_a_directory_with_an_invalid_tokenizer_json_is_refused(directory: Path, tmp_path: Path) -> None:
+    import shutil
+
+    broken = Path(shutil.copytree(directory, tmp_path / "broken"))
+    (broken / "tokenizer.json").write_text('{"model": {"type": "BPE", ', encoding="utf-8")
+    with pytest.raises(InputError, match=rf"^{broken / 'tokenizer.json'}: not valid JSON \(line 1, column 27"):
+        HFBPETokenizer.from_pretrained(broken)
+    with pytest.raises(InputError, match=rf"^{broken / 'tokenizer.json'}: not valid JSON"):
+        load_tokenizer_directory(broken)  # what the CLI reads

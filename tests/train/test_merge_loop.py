@@ -1,5 +1,6 @@
-"""Tests for hf_bpe.train.merge_loop: the CS336 reference merges, and differential tests against
-tests/reference_bpe.py."""
+"""Tests for hf_bpe.train.merge_loop: the CS336 reference merges, and differential tests against the reference trainer
+(hf_bpe.train._reference). Tests of the `strings` store's own parts (long words, byte-pair blocks) pass
+`store="strings"`; the `flat` store's own tests are in test_flat_corpus.py."""
 
 from __future__ import annotations
 
@@ -253,7 +254,8 @@ def merges_as_bytes(id_merges: list[tuple[int, int]]) -> list[tuple[bytes, bytes
 def test_long_words_merge_as_the_reference(counts: dict[bytes, int], long_word_length: int, num_merges: int) -> None:
     # With a small threshold most words take the linked-positions path, the rest the str path, in the same run.
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
-    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=long_word_length)) == expected
+    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=long_word_length, store="strings")) \
+        == expected
 
 
 @differential
@@ -261,7 +263,7 @@ def test_long_words_merge_as_the_reference(counts: dict[bytes, int], long_word_l
 def test_every_word_long_matches_reference(corpus: list[str], special_tokens: list[str], vocab_size: int) -> None:
     counts = reference_counts(corpus, special_tokens)
     expected = reference_train_from_counts(counts, vocab_size)[1]
-    assert merges_as_bytes(merge_pairs(counts, vocab_size - 256, long_word_length=2)) == expected
+    assert merges_as_bytes(merge_pairs(counts, vocab_size - 256, long_word_length=2, store="strings")) == expected
 
 
 @pytest.mark.parametrize("word", [
@@ -272,6 +274,8 @@ def test_words_longer_than_the_threshold_match_reference(word: bytes) -> None:
     assert len(word) >= LONG_WORD_LENGTH
     counts = {word: 2, word[:LONG_WORD_LENGTH - 1]: 3, b"ab": 5}
     assert train_bpe_from_counts(counts, 256 + 80) == reference_train_from_counts(counts, 256 + 80)
+    expected = reference_train_from_counts(counts, 256 + 80)[1]
+    assert merges_as_bytes(merge_pairs(counts, 80, store="strings")) == expected
 
 
 def test_unknown_engine_or_stray_ray_address_is_refused_before_counting(tmp_path: Path) -> None:
@@ -313,12 +317,15 @@ def test_ray_engine_trains_the_same_vocab_and_merges_as_local(local_ray_cluster,
 
 @differential
 @given(corpus=corpora, words=long_word_counts, queue=st.sampled_from(["buckets", "heap"]),
-       long_word_length=st.sampled_from([2, 7, LONG_WORD_LENGTH]), num_merges=st.integers(1, 70))
-def test_both_priority_queues_match_reference(corpus: list[str], words: dict[bytes, int], queue: str,
-                                              long_word_length: int, num_merges: int) -> None:
+       store=st.sampled_from(["flat", "strings"]), long_word_length=st.sampled_from([2, 7, LONG_WORD_LENGTH]),
+       num_merges=st.integers(1, 70))
+def test_both_priority_queues_and_both_stores_match_reference(corpus: list[str], words: dict[bytes, int], queue: str,
+                                                              store: str, long_word_length: int,
+                                                              num_merges: int) -> None:
     counts = reference_counts(corpus, [ENDOFTEXT]) + Counter(words)
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
-    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=long_word_length, queue=queue)) == expected
+    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=long_word_length, queue=queue,
+                                       store=store)) == expected
 
 
 def pair_counts_of(words: dict[tuple[bytes, ...], int]) -> Counter[tuple[bytes, bytes]]:
@@ -353,9 +360,11 @@ def test_a_created_pair_never_counts_more_than_the_merged_pair(counts: dict[byte
         previous_top = top
 
 
-def test_unknown_queue_is_refused() -> None:
+def test_unknown_queue_or_store_is_refused() -> None:
     with pytest.raises(ValueError, match=re.escape("queue must be one of 'buckets', 'heap', got 'fibonacci'")):
         merge_pairs({b"ab": 1}, 3, queue="fibonacci")
+    with pytest.raises(ValueError, match=re.escape("store must be one of 'flat', 'strings', got 'rope'")):
+        merge_pairs({b"ab": 1}, 3, store="rope")
 
 
 @settings(max_examples=200, deadline=None)
@@ -388,4 +397,19 @@ def test_merges_do_not_depend_on_the_byte_pair_blocks(monkeypatch: pytest.Monkey
     counts = reference_counts(corpus, [ENDOFTEXT]) + Counter(words)
     monkeypatch.setattr(hf_bpe.train.merge_loop, "BYTE_PAIR_BLOCK", block_positions)
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
-    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=7)) == expected
+    assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=7, store="strings")) == expected
+
+
+def test_any_integral_vocab_size_is_accepted_and_other_numbers_are_not() -> None:
+    """numpy integers are vocab sizes (operator.index); bools, floats and strings are not (issue 20)."""
+    import numpy as np
+
+    from hf_bpe.train.api import train_bpe_from_iterator
+
+    texts = ["low lower lowest newer wider"] * 3
+    expected = train_bpe_from_iterator(texts, 262)
+    for size in (np.int64(262), np.uint16(262), np.int32(262)):
+        assert train_bpe_from_iterator(texts, size, num_workers=1) == expected
+    for size in (262.0, True, np.bool_(True), "262", np.float64(262)):
+        with pytest.raises(TypeError, match="vocab_size must be an int"):
+            train_bpe_from_iterator(texts, size)

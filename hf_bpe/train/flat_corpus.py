@@ -1,0 +1,396 @@
+"""The merge loop's words laid end to end as linked positions, merged with numpy when a merge is big, else in Python.
+
+`FlatCorpus` is the default store of `hf_bpe.train.merge_loop` (`store="flat"`): it gives the same merges as the
+`str` words of `merge_loop._Corpus` (`store="strings"`), faster, because the first few thousand merges of real text
+touch tens of thousands of words each and are applied here as a few numpy operations over all their occurrences.
+
+* **Layout.** Every word's symbols (token ids) sit in one int32 array, each word preceded by a separator (-1, in no
+  pair) and the last one followed by one. Merging a pair at position p writes the new token at p, marks the right
+  position dead (-2), and unlinks it: `next_positions` / `previous_positions` link each live position to its live
+  neighbours (as HF tokenizers' `Word` and `merge_loop._LongWord`), so a merge costs time in proportion to the
+  occurrences it merges, whatever the words' lengths. `word_of` gives each position's word, for its frequency.
+* **Index.** `index` maps a pair (the merge loop's 2-character key) to the ascending positions where it may start:
+  every live occurrence is listed (none is ever missing), and an entry goes stale when a neighbouring merge changes
+  the pair; it is then skipped by comparing the symbols. A stale entry never becomes valid again (the symbols at a
+  position only get newer), and a pair is created by one merge only (it holds that merge's new token), so a pair's
+  entries are known, ascending, when its merge ends. Entries are an int32 numpy array (the byte pairs, and pairs
+  made by a numpy merge), an `array('i')` (pairs made by a Python merge), or a bare int (a pair made at one
+  position: most of them).
+* **Two ways to merge, one result.** A pair listed at `MIN_NUMPY_MERGE` positions or more is merged with numpy: all
+  its occurrences are checked, overlapping runs ("aaaa" with (a, a)) keep every other occurrence from the run's
+  start, the neighbours' pair counts change by group sums of the frequencies (`np.add.reduceat` over int64, exact),
+  and the new pairs' positions are grouped by a stable sort. Fewer positions are merged one by one in Python over
+  the same arrays (`array('i')` objects, which numpy views without copying), left to right, as BPE must.
+* **The floor.** Most pairs a merge makes sit in one rare word and will never be merged; indexing, counting and
+  queueing each of them was most of the merge loop's memory. With a `floor` (a guess at the last merge's count,
+  `speculative_floor`), a pair made counting less is left out of `pair_counts`, the index and the queue: its count
+  can only fall, so it cannot be merged while the queue's best pair counts at least the floor. When the queue's
+  best falls below the floor, the merge loop calls `lower_floor`, which lowers it, counts and indexes afresh from
+  the arrays every pair at the new floor or above, and hands the queue those below the old one; the merges go on
+  exactly as without a floor. The pairs of the words as counted (byte pairs) are all kept.
+* The arrays are allocated once: ids are int32, so token ids must stay below 2 ** 31 (they are code points, at most
+  `sys.maxunicode`), and new tokens must be the ids 256, 257, ... in order (`token_chars`). Memory is 16 bytes per
+  position (a byte of a distinct pre-token, or a separator), plus 4 per entry of the index; the pairs are indexed
+  in blocks (`INDEX_BLOCK`) so that indexing them adds little on top.
+* Not handled: merging a pair that is not the most frequent while a floor is set (the store may have left out
+  pairs that count less than the floor; `lower_floor` first); new tokens out of order.
+
+>>> corpus = FlatCorpus(*words_of({b"abab": 2, b"ab": 1}))
+>>> corpus.pair_counts
+{'ab': 5, 'ba': 2}
+>>> created = corpus.merge("ab", chr(256))
+>>> created == {chr(256) * 2: 2} and corpus.pair_counts == {"ba": 0, chr(256) * 2: 2}
+True
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Mapping
+from itertools import repeat
+from operator import add, sub
+
+import numpy as np
+
+SEPARATOR = -1  # the symbol before and after each word: in no pair
+DEAD = -2  # the symbol of a position merged into its left neighbour
+# A pair listed at this many positions or more is merged with numpy, below in Python (the two break even about here).
+MIN_NUMPY_MERGE = 64
+# The pairs are counted and indexed (`FlatCorpus._index_pairs`) in blocks of this many positions.
+INDEX_BLOCK = 1 << 20
+
+
+def words_of(counts: Mapping[bytes, int]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The pre-tokens of two or more bytes, end to end, with their lengths and frequencies (int64).
+
+    >>> data, lengths, frequencies = words_of({b"ab": 3, b"a": 5, b"abc": 1})
+    >>> data, lengths.tolist(), frequencies.tolist()
+    (b'ababc', [2, 3], [3, 1])
+    """
+    words = [word for word in counts if len(word) > 1]  # a single byte never takes part in a pair
+    if len(words) == len(counts):
+        frequencies = list(counts.values())
+    else:
+        frequencies = [counts[word] for word in words]
+    return (b"".join(words), np.fromiter(map(len, words), dtype=np.int64, count=len(words)),
+            np.array(frequencies, dtype=np.int64) if words else np.zeros(0, dtype=np.int64))
+
+
+def speculative_floor(frequencies: np.ndarray, num_merges: int) -> int:
+    """A guess at a count that the last of `num_merges` merges will still reach: the frequency of the
+    `num_merges`-th most frequent word (a merged pair usually sums many words: on the shared corpora the last merge
+    counts 3-4 times that), and 0 (no floor) when that is 1.
+
+    >>> speculative_floor(np.array([9, 40, 7, 3, 12]), 3), speculative_floor(np.array([9, 40, 7, 3, 12]), 4)
+    (9, 7)
+    >>> speculative_floor(np.array([1, 1, 2]), 2)
+    0
+    """
+    if num_merges >= len(frequencies) or num_merges <= 0:
+        return 0
+    floor = int(np.partition(frequencies, len(frequencies) - num_merges)[len(frequencies) - num_merges])
+    return floor if floor > 1 else 0
+
+
+def _int32_array(size: int) -> tuple[array, np.ndarray]:
+    """An `array('i')` of `size` zeros, and a numpy view of it (writes through either show in both).
+
+    >>> buffer, view = _int32_array(3)
+    >>> view[1] = 7
+    >>> buffer
+    array('i', [0, 7, 0])
+    """
+    buffer = array("i", [0]) * size
+    return buffer, np.frombuffer(buffer, dtype=np.int32)
+
+
+def _stable_order(ids: np.ndarray) -> np.ndarray:
+    """The stable order of sorting `ids` (non-negative, below 2 ** 32): radix sorts of 16 bits, one or two.
+
+    >>> _stable_order(np.array([70000, 5, 70000, 3, 5])).tolist()
+    [3, 1, 4, 0, 2]
+    """
+    if not len(ids) or int(ids.max()) < 1 << 16:
+        return np.argsort(ids.astype(np.uint16), kind="stable")
+    order = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((ids[order] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _chars(symbols: np.ndarray) -> str:
+    """The tokens `symbols` as one character each (surrogates included: token ids are any code points).
+
+    >>> [ord(char) for char in _chars(np.array([97, 0xD800, 0x10FFFF]))] == [97, 0xD800, 0x10FFFF]
+    True
+    """
+    return symbols.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+class FlatCorpus:
+    """The words as linked positions in flat arrays, with pair counts and an index pair -> positions (see module)."""
+
+    def __init__(self, data: bytes, lengths: np.ndarray, frequencies: np.ndarray, floor: int = 0) -> None:
+        size = len(data) + len(lengths) + 1
+        separators = np.zeros(size, dtype=bool)
+        separators[np.cumsum(lengths + 1)] = True
+        separators[0] = True
+        # Each array is filled in place (no full-size temporary): their building must not raise the peak memory.
+        self.symbol_array, self.symbols = _int32_array(size)
+        self.symbols.fill(SEPARATOR)
+        self.symbols[~separators] = np.frombuffer(data, dtype=np.uint8)
+        self.word_of_array, self.word_of = _int32_array(size)
+        np.cumsum(separators, dtype=np.int32, out=self.word_of)
+        self.word_of -= 1
+        del separators
+        self.next_array, self.next_positions = _int32_array(size)
+        self.previous_array, self.previous_positions = _int32_array(size)
+        for start in range(0, size, INDEX_BLOCK):
+            block = np.arange(start, min(start + INDEX_BLOCK, size), dtype=np.int32)
+            self.next_positions[start:start + len(block)] = block + 1
+            self.previous_positions[start:start + len(block)] = block - 1
+        self.frequencies = frequencies
+        self.frequency_array = array("q", frequencies.tobytes())
+        self.token_chars = [chr(token) for token in range(256)]  # chr(id) for every token so far
+        self.floor = floor
+        self.index: dict[str, np.ndarray | array | int] = {}
+        self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs()))
+
+    def _pairs(self, start: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs starting in the block of positions from `start`: their positions, and their codes (left symbol
+        shifted by `shift`, or'ed with the right one)."""
+        symbols = self.symbols
+        left = symbols[start:start + INDEX_BLOCK]
+        at = np.flatnonzero(left >= 0)
+        right = symbols[self.next_positions[start:start + INDEX_BLOCK][at]]
+        at = at[right >= 0]
+        codes = (left[at].astype(np.int64) << shift) | right[right >= 0]
+        return (at + start).astype(np.int32), codes
+
+    def _index_pairs(self, floor: int = 0) -> tuple[list[str], list[int]]:
+        """Count and index every pair where it is now, counting `floor` or more (replacing `index`): before the
+        first merge, and when a floor is lowered. Return those pairs and their counts.
+
+        It goes over the positions a block at a time, three times (the distinct pairs, how many positions each has,
+        then each block's positions put in place: a counting sort), so that the temporary arrays stay small whatever
+        the corpus. Before the first merge the pairs are byte pairs, whose codes are their own ids."""
+        blocks = range(0, len(self.symbols), INDEX_BLOCK)
+        shift = 8 if int(self.symbols.max()) < 256 else 21
+        if shift == 8:
+            distinct = np.arange(1 << 16)
+        else:
+            distinct = np.unique(np.concatenate([np.unique(self._pairs(start, shift)[1]) for start in blocks]))
+        sizes = np.zeros(len(distinct), dtype=np.int64)
+        for start in blocks:
+            codes = self._pairs(start, shift)[1]
+            sizes += np.bincount(codes if shift == 8 else np.searchsorted(distinct, codes), minlength=len(distinct))
+        ends = np.cumsum(sizes)
+        filled = ends - sizes  # where each pair's next positions go
+        positions = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
+        totals = np.zeros(len(distinct), dtype=np.int64)
+        for start in blocks:
+            at, codes = self._pairs(start, shift)
+            ids = codes if shift == 8 else np.searchsorted(distinct, codes)
+            order = _stable_order(ids)
+            at, ids = at[order], ids[order]
+            runs = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1]))) if len(ids) else ids
+            first = np.repeat(runs, np.diff(np.append(runs, len(ids))))  # where each pair's run starts here
+            positions[filled[ids] + (np.arange(len(ids)) - first)] = at
+            totals[ids[runs]] += np.add.reduceat(self.frequencies[self.word_of[at]], runs) if len(runs) else 0
+            filled += np.bincount(ids, minlength=len(distinct))
+        present = np.flatnonzero(sizes > 0 if floor <= 1 else totals >= floor)
+        codes = distinct[present]
+        keys = list(map(add, _chars(codes >> shift), _chars(codes & ((1 << shift) - 1))))
+        starts, stops = (ends - sizes)[present].tolist(), ends[present].tolist()
+        self.index = {key: positions[start:stop] if stop - start > 1 else start_position
+                      for key, start, stop, start_position in zip(keys, starts, stops, positions[starts].tolist())}
+        return keys, totals[present].tolist()
+
+    def lower_floor(self) -> dict[str, int]:
+        """Lower the floor (to a quarter, or to 0 below 2) when no pair counting at least the floor is left: count
+        and index afresh every pair at the new floor or above, and return those below the old floor, for the queue
+        (the others are in it already: they counted at least the floor when made or counted, and only fell since).
+        """
+        floor = self.floor
+        self.floor = floor // 4 if floor >= 8 else 0
+        pair_counts = self.pair_counts
+        pair_counts.clear()  # cleared and refilled, not replaced: the queue holds it
+        pair_counts.update(zip(*self._index_pairs(self.floor)))
+        return {pair: count for pair, count in pair_counts.items() if count < floor}
+
+    def merge(self, pair: str, new_token: str) -> dict[str, int]:
+        """Replace `pair` by `new_token` in every word; return the counts of the pairs this created (those at or
+        above the floor: the others are left out of the counts and the index too).
+
+        The counts of the neighbouring pairs change, the created pairs' counts and index entries are added, and the
+        pair's own count and entries are dropped.
+        """
+        self.token_chars.append(new_token)
+        entry = self.index.pop(pair, ())
+        if isinstance(entry, int):
+            return self._merge_in_python((entry,), pair, new_token)
+        if len(entry) < MIN_NUMPY_MERGE:
+            return self._merge_in_python(entry.tolist() if isinstance(entry, np.ndarray) else entry, pair, new_token)
+        if isinstance(entry, array):
+            entry = np.frombuffer(entry, dtype=np.int32)
+        return self._merge_with_numpy(entry, pair, new_token)
+
+    def _merge_in_python(self, candidates: Iterable[int], pair: str, new_token: str) -> dict[str, int]:
+        """Merge the valid candidates one by one, left to right, updating counts from each one's neighbours."""
+        symbols, next_positions, previous_positions = self.symbol_array, self.next_array, self.previous_array
+        word_of, frequencies, token_chars = self.word_of_array, self.frequency_array, self.token_chars
+        pair_counts = self.pair_counts
+        counts_get = pair_counts.get
+        left_char, right_char = pair
+        left, right, new = ord(left_char), ord(right_char), ord(new_token)
+        right_left = right_char + left_char
+        created: dict[str, int] = {}
+        created_get = created.get
+        new_positions: dict[str, list[int]] = {}
+        positions_get = new_positions.get
+        for position in candidates:
+            if symbols[position] != left:
+                continue  # stale, or the second of two overlapping occurrences
+            right_position = next_positions[position]
+            if symbols[right_position] != right:
+                continue
+            frequency = frequencies[word_of[position]]
+            previous = previous_positions[position]
+            before = symbols[previous]
+            if before >= 0:
+                key = token_chars[before]
+                if before != new:  # else merged just before: the pair between, (right, left), was counted off then
+                    lost = key + left_char
+                    count = counts_get(lost)
+                    if count is not None:  # else it was made below the floor: not counted
+                        pair_counts[lost] = count - frequency
+                key += new_token
+                created[key] = created_get(key, 0) + frequency
+                listed = positions_get(key)
+                if listed is None:
+                    new_positions[key] = [previous]
+                else:
+                    listed.append(previous)
+            following = next_positions[right_position]
+            after = symbols[following]
+            if after >= 0:
+                if after == left and symbols[next_positions[following]] == right:
+                    lost = right_left  # the next occurrence adds (new, new) from its side
+                    key = None
+                else:
+                    key = token_chars[after]
+                    lost = right_char + key
+                count = counts_get(lost)
+                if count is not None:
+                    pair_counts[lost] = count - frequency
+                if key is not None:
+                    key = new_token + key
+                    created[key] = created_get(key, 0) + frequency
+                    listed = positions_get(key)
+                    if listed is None:
+                        new_positions[key] = [position]
+                    else:
+                        listed.append(position)
+            previous_positions[following] = position
+            symbols[position] = new
+            symbols[right_position] = DEAD
+            next_positions[position] = following
+        del pair_counts[pair]  # after the decrements, some of which (overlapping runs) may be of the pair itself
+        index, floor = self.index, self.floor
+        if floor:
+            created = {key: count for key, count in created.items() if count >= floor}
+            pair_counts.update(created)
+            for key in created:
+                listed = new_positions[key]
+                index[key] = listed[0] if len(listed) == 1 else array("i", listed)
+            return created
+        pair_counts.update(created)
+        for key, listed in new_positions.items():
+            index[key] = listed[0] if len(listed) == 1 else array("i", listed)
+        return created
+
+    def _merge_with_numpy(self, candidates: np.ndarray, pair: str, new_token: str) -> dict[str, int]:
+        """Merge all valid candidates at once: the same result as `_merge_in_python`, by whole-array operations."""
+        left_char, right_char = pair
+        left, right, new = ord(left_char), ord(right_char), ord(new_token)
+        symbols, next_positions, previous_positions = self.symbols, self.next_positions, self.previous_positions
+        rights = next_positions[candidates]
+        valid = (symbols[candidates] == left) & (symbols[rights] == right)
+        if not valid.all():
+            candidates, rights = candidates[valid], rights[valid]
+        if left == right and len(candidates) > 1:
+            overlapping = candidates[1:] == rights[:-1]
+            if overlapping.any():
+                # A run of n overlapping occurrences merges its 1st, 3rd, ...: keep even offsets from the run's start.
+                number = np.arange(len(candidates))
+                run_start = np.maximum.accumulate(np.where(np.concatenate(([False], overlapping)), 0, number))
+                keep = ((number - run_start) & 1) == 0
+                candidates, rights = candidates[keep], rights[keep]
+        lefts = previous_positions[candidates]
+        afters = next_positions[rights]
+        weights = self.frequencies[self.word_of[candidates]]
+        # Both sides' neighbours in one array, the left ones first, each with the position its new pair will have.
+        neighbours = np.concatenate((symbols[lefts], symbols[afters]))
+        positions = np.concatenate((lefts, candidates))
+        symbols[candidates] = new
+        symbols[rights] = DEAD
+        next_positions[candidates] = afters
+        previous_positions[afters] = candidates
+        count = len(candidates)
+        kept = neighbours >= 0  # not a separator
+        pair_counts, index = self.pair_counts, self.index
+        created: dict[str, int] = {}
+        if count > 1:
+            adjacent = afters[:-1] == candidates[1:]  # occurrence i ends right before occurrence i + 1
+            if adjacent.any():
+                # Between them, (right, left) is lost once and (new, new) made once, at occurrence i's position.
+                kept[count:-1] &= ~adjacent
+                kept[1:count] &= ~adjacent
+                total = int(weights[:-1][adjacent].sum())
+                lost = right_char + left_char
+                if lost in pair_counts:  # else it was made below the floor: not counted
+                    pair_counts[lost] -= total
+                if total >= self.floor:
+                    key = new_token + new_token
+                    pair_counts[key] = created[key] = total
+                    made = candidates[:-1][adjacent]
+                    index[key] = made if len(made) > 1 else int(made[0])
+        # Group the neighbours by side and symbol (the side in a high bit), with a stable sort: positions ascending.
+        side_bit = 1 << 15 if new < 1 << 15 else 1 << 21
+        neighbours[count:] |= side_bit
+        neighbours, positions = neighbours[kept], positions[kept]
+        if len(neighbours):
+            order = np.argsort(neighbours.astype(np.uint16) if side_bit == 1 << 15 else neighbours, kind="stable")
+            neighbours, positions = neighbours[order], positions[order]
+            starts = np.flatnonzero(np.concatenate(([True], neighbours[1:] != neighbours[:-1])))
+            sums = np.add.reduceat(np.concatenate((weights, weights))[kept][order], starts)
+            groups = neighbours[starts]
+            on_left = int(np.searchsorted(groups, side_bit))
+            chars = _chars(groups & (side_bit - 1))
+            # Keys and counts by C-level maps: a merge may have thousands of distinct neighbours. A side's lost pairs
+            # are distinct, but the two sides may share one ((right, left)): each side is counted off in turn.
+            totals = sums.tolist()
+            for lost, lost_totals in ((list(map(add, chars[:on_left], repeat(left_char))), totals[:on_left]),
+                                      (list(map(add, repeat(right_char), chars[on_left:])), totals[on_left:])):
+                counts = list(map(pair_counts.get, lost))
+                if None in counts:  # pairs made below the floor are not counted
+                    pair_counts.update((key, count - total) for key, count, total in zip(lost, counts, lost_totals)
+                                       if count is not None)
+                else:
+                    pair_counts.update(zip(lost, map(sub, counts, lost_totals)))
+            made_keys = [*map(add, chars[:on_left], repeat(new_token)), *map(add, repeat(new_token), chars[on_left:])]
+            stops = np.append(starts[1:], len(positions))
+            if self.floor:
+                at_floor = sums >= self.floor
+                if not at_floor.all():
+                    made_keys = [key for key, kept_key in zip(made_keys, at_floor.tolist()) if kept_key]
+                    totals = sums[at_floor].tolist()
+                    starts, stops = starts[at_floor], stops[at_floor]
+            pair_counts.update(zip(made_keys, totals))
+            created.update(zip(made_keys, totals))
+            single = stops - starts == 1
+            if single.all():
+                index.update(zip(made_keys, positions[starts].tolist()))
+            else:
+                for key, start, stop, alone in zip(made_keys, starts.tolist(), stops.tolist(), single.tolist()):
+                    index[key] = int(positions[start]) if alone else positions[start:stop]
+        del pair_counts[pair]
+        return created
