@@ -43,8 +43,9 @@ def stamp(records: list[Record]) -> str:
 def plot_training(records: list[Record], out: Path, plt: Any) -> Path:
     records = newest(records, lambda r: (r["corpus"], r["tool"], r.get("pattern"), r.get("vocab_size")))
     by_tool: dict[str, list[Record]] = defaultdict(list)
-    for record in records:
-        by_tool[record["tool"]].append(record)
+    for record in records:  # one line per tool and pattern
+        pattern = record.get("pattern") or "gpt2"
+        by_tool[record["tool"] + ("" if pattern == "gpt2" else f", {pattern}")].append(record)
     figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(10, 4))
     for tool, runs in sorted(by_tool.items()):
         runs.sort(key=lambda r: r["corpus_bytes"])
@@ -91,15 +92,20 @@ def plot_encoding(records: list[Record], out: Path, plt: Any) -> Path:
     return save(figure, out / "encoding.png", stamp(records), plt)
 
 
+def input_bytes(record: Record) -> int:
+    """The size of a Ray benchmark's input: the JSON lines of tokenize-dataset, or the text files counted."""
+    return record.get("corpus_bytes") or record["jsonl_bytes"]
+
+
 def plot_ray(records: list[Record], out: Path, plt: Any) -> Path:
     records = newest(records, lambda r: (r["work"], r["corpus"], r["engine"]))
     figure, axes = plt.subplots(figsize=(6, 4))
     lines: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for record in records:
-        lines[record["work"], record["engine"]].append(record)
+        lines[record["work"].split()[0], record["engine"]].append(record)  # "tokenize-dataset FILE (...)" -> command
     for (work, engine), runs in sorted(lines.items()):
-        runs.sort(key=lambda r: r["corpus_bytes"])
-        axes.plot([r["corpus_bytes"] / 1e9 for r in runs], [r["seconds"] for r in runs], marker="o",
+        runs.sort(key=input_bytes)
+        axes.plot([input_bytes(r) / 1e9 for r in runs], [r["seconds"] for r in runs], marker="o",
                   linestyle="-" if engine == "ray" else "--", label=f"{work}, {engine}")
     axes.set(xlabel="input (GB)", ylabel="wall time (s)", title="Ray engine against the local engine")
     axes.grid(alpha=0.3)
