@@ -16,7 +16,7 @@ import codecs
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Union
 
@@ -162,22 +162,30 @@ def find_invalid_utf8(path: PathArg, start: int = 0, end: int | None = None) -> 
     return _replacements.bytes, first
 
 
+def read_small_bytes(path: PathArg, expected: str = "a file") -> bytes:
+    """The whole content of a small file; InputError naming the file for a missing file, a directory (where
+    `expected` was wanted) or an unreadable file."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{os.fspath(path)}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{os.fspath(path)}: is a directory, expected {expected}") from None
+    except OSError as error:
+        raise InputError(f"{os.fspath(path)}: cannot read file: {error.strerror or error}") from None
+
+
 def read_small_text(path: PathArg) -> str:
     """The whole UTF-8 text of a small file such as vocab.json, merges.txt or a JSON config.
 
     Raises InputError naming the file for a missing file, a directory, an unreadable file or invalid UTF-8 (with the
     byte offset).
     """
+    data = read_small_bytes(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{os.fspath(path)}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{os.fspath(path)}: is a directory, expected a file") from None
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"{os.fspath(path)}: invalid UTF-8 at byte offset {error.start} ({error.reason})") from None
-    except OSError as error:
-        raise InputError(f"{os.fspath(path)}: cannot read file: {error.strerror}") from None
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
@@ -190,10 +198,16 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
     >>> write_text_atomically(target, "hi\\n").read_text()
     'hi\\n'
     """
+    return write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_atomically(path: PathArg, write: Callable[[Path], object]) -> Path:
+    """Have `write` write a temporary file beside `path`, then rename it to `path`: readers see the old file or the
+    whole new one, never a part. The temporary file is removed if `write` fails."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        temporary.write_text(text, encoding="utf-8")
+        write(temporary)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

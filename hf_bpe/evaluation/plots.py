@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import write_atomically
 
 PLOTS_HINT = "pip install 'hf_bpe[plots]'"
 # Token lengths past this many bytes share the last bar.
@@ -117,11 +118,4 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
 
 
 def _save(figure: Any, path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        figure.savefig(temporary, format="png")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return write_atomically(path, lambda temporary: figure.savefig(temporary, format="png"))

@@ -43,6 +43,7 @@ from itertools import repeat
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import read_small_bytes
 from hf_bpe.common.outputs import publish_file
 from hf_bpe.pretokenize import validate_special_tokens
 
@@ -76,14 +77,7 @@ def read_tiktoken_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
 def _read_ranks(path: str | os.PathLike[str]) -> tuple[dict[bytes, int], dict[int, int]]:
     """(token -> rank, rank -> 1-based line number) of a `.tiktoken` file; see `read_tiktoken_ranks`."""
     name = os.fspath(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a .tiktoken file") from None
-    except OSError as error:
-        raise InputError(f"{name}: cannot read file: {error.strerror or error}") from None
+    data = read_small_bytes(path, expected="a .tiktoken file")
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
     for line_number, line in enumerate(data.split(b"\n"), start=1):

@@ -8,7 +8,6 @@ Every result is compared with the single-machine engine: pre-token counts, train
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,7 +20,6 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from hf_bpe.cluster.local_cluster import LocalRayCluster
 from hf_bpe.cluster.session import ray_session
 from hf_bpe.common.errors import InputError
 from hf_bpe.data.load import load_tokens
@@ -34,6 +32,7 @@ from hf_bpe.train.api import train_bpe, train_bpe_from_counts
 from hf_bpe.train.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.train.ray_counting import RayCountingEngine
 from tests import REPO
+from tests.cluster import connected_cluster
 
 FIXTURES = REPO / "tests" / "fixtures"
 EOT = "<|endoftext|>"
@@ -54,20 +53,9 @@ DOCUMENTS = [
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A two-node Ray cluster on this machine, its address, and the environment a driver needs to join it."""
-    with LocalRayCluster(num_nodes=2, cpus_per_node=1, object_store_memory=STORE_BYTES) as running:
-        saved = dict(os.environ)
-        os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
-        # One connection for the module (the engine uses an existing one); the CLI tests connect by address.
-        if ray.is_initialized():  # left over by another test module
-            ray.shutdown()
-        ray.init(address=running.address, logging_level="WARNING", log_to_driver=False)
-        try:
-            yield running
-        finally:
-            ray.shutdown()
-            os.environ.clear()
-            os.environ.update(saved)
+    """A two-node Ray cluster on this machine with small object stores, this process connected to it."""
+    with connected_cluster(STORE_BYTES) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

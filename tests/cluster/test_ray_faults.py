@@ -34,6 +34,7 @@ from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.train.count import count_pretokens_in_files
 from hf_bpe.train.ray_counting import RayCountingEngine
 from tests import REPO
+from tests.cluster import connected_cluster
 
 ray = pytest.importorskip("ray")  # hf_bpe imports ray only when a Ray engine runs
 
@@ -47,18 +48,8 @@ DEADLINE_SECONDS = 300
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalRayCluster(num_nodes=2, cpus_per_node=1, object_store_memory=100 << 20) as running:
-        saved = dict(os.environ)
-        os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
-        if ray.is_initialized():  # left over by another test module
-            ray.shutdown()
-        ray.init(address=running.address, logging_level="WARNING", log_to_driver=False)
-        try:
-            yield running
-        finally:
-            ray.shutdown()
-            os.environ.clear()
-            os.environ.update(saved)
+    with connected_cluster(100 << 20) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
