@@ -98,7 +98,7 @@ def input_bytes(record: Record) -> int:
 
 
 def plot_ray(records: list[Record], out: Path, plt: Any) -> Path:
-    records = newest(records, lambda r: (r["work"], r["corpus"], r["engine"]))
+    records = newest(records, lambda r: (r["work"], str(r["corpus"]), r["engine"]))  # counting: a list of files
     figure, axes = plt.subplots(figsize=(6, 4))
     lines: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for record in records:
