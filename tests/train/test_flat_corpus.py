@@ -16,6 +16,7 @@ from hf_bpe.train._reference import reference_counts, reference_train_from_count
 from hf_bpe.train.flat_corpus import DEAD, SEPARATOR, FlatCorpus, speculative_floor, words_of
 from hf_bpe.train.merge_loop import merge_pairs
 from tests import FIXTURES
+from tests.train.test_merge_loop import merges_as_bytes
 
 ENDOFTEXT = "<|endoftext|>"
 
@@ -32,15 +33,6 @@ word_counts = st.dictionaries(st.one_of(repetitive_words, st.binary(min_size=1, 
 numpy_thresholds = st.sampled_from([1, 3, hf_bpe.train.flat_corpus.MIN_NUMPY_MERGE, 1 << 30])
 
 
-def as_bytes(id_merges: list[tuple[int, int]]) -> list[tuple[bytes, bytes]]:
-    tokens = [bytes([byte]) for byte in range(256)]
-    merges = []
-    for left, right in id_merges:
-        merges.append((tokens[left], tokens[right]))
-        tokens.append(tokens[left] + tokens[right])
-    return merges
-
-
 @settings(max_examples=150, deadline=None)
 @given(counts=word_counts, threshold=numpy_thresholds, num_merges=st.integers(1, 60),
        queue=st.sampled_from(["buckets", "heap"]))
@@ -50,7 +42,7 @@ def test_numpy_and_python_merges_match_reference(counts: dict[bytes, int], thres
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(hf_bpe.train.flat_corpus, "MIN_NUMPY_MERGE", threshold)
-        assert as_bytes(merge_pairs(counts, num_merges, queue=queue, store="flat")) == expected
+        assert merges_as_bytes(merge_pairs(counts, num_merges, queue=queue, store="flat")) == expected
 
 
 @settings(max_examples=150, deadline=None)
@@ -66,7 +58,7 @@ def test_any_floor_gives_the_reference_merges(counts: dict[bytes, int], floor: i
         patch.setattr(hf_bpe.train.flat_corpus, "MIN_NUMPY_MERGE", threshold)
         patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
         patch.setattr(hf_bpe.train.merge_loop, "speculative_floor", lambda frequencies, merges: floor)
-        assert as_bytes(merge_pairs(counts, num_merges, queue=queue, store="flat")) == expected
+        assert merges_as_bytes(merge_pairs(counts, num_merges, queue=queue, store="flat")) == expected
 
 
 def live_words(corpus: FlatCorpus) -> list[tuple[int, ...]]:
