@@ -37,6 +37,7 @@ from hf_bpe.formats.tiktoken import tiktoken_encoding
 from hf_bpe.pretokenize import UNICODE_VERSION, compile_pattern, tokenizers_pattern
 from hf_bpe.pretokenize.regex_syntax import Chars, parse_pattern, walk
 from tests import REPO
+from tests.pretokenize.test_unicode_exhaustive import first_difference
 
 PRESETS = ["cl100k", "o200k", "llama3"]
 EOT = "<|endoftext|>"
@@ -53,13 +54,6 @@ def segment(c: str) -> str:
 def lines_of(code_points: Sequence[int]) -> list[str]:
     return ["".join(map(segment, map(chr, code_points[start:start + LINE])))
             for start in range(0, len(code_points), LINE)]
-
-
-def first_difference(code_points: Sequence[int], same: Callable[[str], bool]) -> str:
-    for code_point in code_points:
-        if not same(segment(chr(code_point))):
-            return f"U+{code_point:04X} ({segment(chr(code_point))!r})"
-    return "no single code point (only the batch as a whole)"
 
 
 @cache
@@ -83,7 +77,8 @@ def test_pretokens_equal_the_tokenizers_split_pre_tokenizer_on_every_code_point(
     for code_points in BATCHES:
         texts = lines_of(code_points)
         if [our_ends(name, text) for text in texts] != tokenizers_ends(name, texts):
-            bad = first_difference(code_points, lambda text: our_ends(name, text) == tokenizers_ends(name, [text])[0])
+            bad = first_difference(code_points, lambda text: our_ends(name, text) == tokenizers_ends(name, [text])[0],
+                                   segment)
             pytest.fail(f"{name} (Unicode {UNICODE_VERSION}) differs from the Split pre-tokenizer of tokenizers "
                         f"{tokenizers.__version__} at {bad}")
 
@@ -128,7 +123,7 @@ def test_tiktoken_and_the_saved_tokenizer_json_cut_alike_on_every_code_point(bou
 
     for code_points in BATCHES:
         if not same(lines_of(code_points)):
-            bad = first_difference(code_points, lambda text: same([text]))
+            bad = first_difference(code_points, lambda text: same([text]), segment)
             pytest.fail(f"{name}: tiktoken {tiktoken.__version__} and the saved tokenizer.json cut differently at "
                         f"{bad}")
 

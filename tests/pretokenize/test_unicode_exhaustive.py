@@ -47,8 +47,10 @@ def batch_text(code_points: Sequence[int]) -> str:
     return "".join(map(segment, map(chr, code_points)))
 
 
-def first_difference(code_points: Sequence[int], same: Callable[[str], bool]) -> str:
-    """The first code point whose segment alone is tokenized differently, for the failure message."""
+def first_difference(code_points: Sequence[int], same: Callable[[str], bool],
+                     segment: Callable[[str], str] = segment) -> str:
+    """The first code point whose segment alone is tokenized differently, for the failure message (`segment`: how a
+    code point is put in context)."""
     for code_point in code_points:
         if not same(segment(chr(code_point))):
             return f"U+{code_point:04X} ({segment(chr(code_point))!r})"
