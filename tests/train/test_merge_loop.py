@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -296,12 +295,16 @@ def test_ray_engine_without_ray_installed_says_how_to_install_it(tmp_path: Path,
 @pytest.fixture(scope="module")
 def local_ray_cluster():
     ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     from hf_bpe.cluster.session import project_runtime_env
 
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env=project_runtime_env(), log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    # Without token authentication, as on the other test clusters: a process that once joined a cluster with a token
+    # keeps it, and the actors it later asks of a cluster without one are cancelled before they start.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        patch.setenv("RAY_AUTH_MODE", "disabled")
+        ray.init(num_cpus=2, include_dashboard=False, runtime_env=project_runtime_env(), log_to_driver=False)
+        yield ray
+        ray.shutdown()
 
 
 def test_ray_engine_trains_the_same_vocab_and_merges_as_local(local_ray_cluster, tmp_path: Path) -> None:
