@@ -1,11 +1,13 @@
 """Merging one giant pre-token (megabytes of one character, a base64 blob) in bounded memory.
 
 `merge_long_word` gives exactly `merge_ids` of the word's byte ids, for monotone merges (`BatchTables.monotone`:
-every merge using a token ranks after the merge that makes it, true of trained merges and GPT-2's). It keeps four
-int32 arrays over the word's bytes (ids, the rank of the pair starting at each position, and the links to the
-live neighbours), 16 bytes per byte, and works on bounded slices beyond them, so merging needs about 20 bytes per
-byte of the word (`tests/encode/test_decode_memory.py` measures it). `merge_with_heap` takes over 100, in Python
-lists and ints, and `merge_batch_packed` 30 or more.
+every merge using a token ranks after the merge that makes it, true of trained merges and GPT-2's). It keeps three
+int32 arrays over the word's bytes (ids, the rank of the pair starting at each position, and the link to the next
+token), 12 bytes per byte, and works on bounded slices beyond them, so merging needs about 16 bytes per byte of the
+word (`tests/encode/test_decode_memory.py` measures it). `merge_with_heap` takes over 100, in Python lists and ints,
+and `merge_batch_packed` 30 or more. There is no array of links to the previous token: the position before a token
+belongs to the token before it, found through the links that merged-away positions keep to the token that took them
+in (a few steps, as paths are shortened once walked). That costs some time on long runs of one character.
 
 How: the ranks are taken in increasing order. With monotone merges, merging every occurrence of the lowest-rank
 pair (leftmost first; in a run x x x of the pair (x, x), the first, third...) only makes pairs of higher rank, so a
@@ -90,8 +92,9 @@ class _Word:
         if n and self.ids[:n].min() < 0:
             raise MissingByteError
         index = np.int32 if n + 2 < 2**31 else np.int64
+        # Live position: where its next token starts. Merged-away position: the token that took it in (which may have
+        # been merged away since); `_preceding` follows these back to a live token instead of a fourth array.
         self.following = np.arange(1, n + 2, dtype=index)
-        self.preceding = np.arange(-1, n, dtype=index)
         self.pending: dict[int, list[np.ndarray]] = {}  # rank -> positions of pairs made during the band
         self.pending_ranks: list[int] = []
         self.band_high = 0
@@ -143,21 +146,34 @@ class _Word:
         if candidates.size == 0:
             return
         take = candidates if candidates.size == 1 else _every_other_in_runs(candidates, self.following)
-        following, preceding, ids = self.following, self.preceding, self.ids
+        following, ids = self.following, self.ids
         right = following[take]
         ids[take] = self.tables.merged_ids[rank]
         ids[right] = -1
         self.rank[right] = self.no_rank
         after = following[right]
         following[take] = after
-        preceding[after] = take
+        following[right] = take
         # The pairs on either side of each merged token (at the start, index -1 is the separator: no rank).
-        changed = np.concatenate((preceding[take], take))
+        changed = np.concatenate((self._preceding(take), take))
         new_ranks = _lookup_ranks(ids[changed], ids[np.concatenate((take, after))], self.tables)
         self.rank[changed] = new_ranks
         waiting = new_ranks < self.band_high  # higher ranks are found by the scan of their own band
         if waiting.any():
             self._wait(changed[waiting], new_ranks[waiting])
+
+    def _preceding(self, positions: np.ndarray) -> np.ndarray:
+        """The live token before each of `positions` (live ones): the token covering the byte before it, found by
+        following merged-away positions to the token that took them in; the paths walked are then shortened."""
+        before = positions - 1
+        found = before.copy()
+        dead = np.flatnonzero(self.ids[found] < 0)
+        while dead.size:
+            found[dead] = self.following[found[dead]]
+            dead = dead[self.ids[found[dead]] < 0]
+        merged_away = self.ids[before] < 0
+        self.following[before[merged_away]] = found[merged_away]
+        return found
 
     def _wait(self, positions: np.ndarray, ranks: np.ndarray) -> None:
         order = np.argsort(ranks, kind="stable")

@@ -394,7 +394,7 @@ class Tokenizer:
         return self._batch_tables
 
     def _merge_long_word(self, word: bytes) -> bytes:
-        """One giant pre-token's packed ids: `hf_bpe.encode.long_words` (about 20 bytes per byte of it), else (merges
+        """One giant pre-token's packed ids: `hf_bpe.encode.long_words` (about 16 bytes per byte of it), else (merges
         that are not monotone, a byte without a token: named there) the heap kernel (over 100 bytes per byte)."""
         packed = merge_long_word_packed(word, self._tables(), ID_DTYPE)
         return packed if packed is not None else pack_ids([self._merge_word(word)])[0]
