@@ -164,15 +164,21 @@ class _Word:
 
     def _preceding(self, positions: np.ndarray) -> np.ndarray:
         """The live token before each of `positions` (live ones): the token covering the byte before it, found by
-        following merged-away positions to the token that took them in; the paths walked are then shortened."""
+        following merged-away positions to the token that took them in; paths longer than one step are then
+        shortened to one."""
         before = positions - 1
+        dead = np.flatnonzero(self.ids[before] < 0)
+        if dead.size == 0:
+            return before
         found = before.copy()
-        dead = np.flatnonzero(self.ids[found] < 0)
-        while dead.size:
-            found[dead] = self.following[found[dead]]
-            dead = dead[self.ids[found[dead]] < 0]
-        merged_away = self.ids[before] < 0
-        self.following[before[merged_away]] = found[merged_away]
+        found[dead] = self.following[before[dead]]
+        dead = dead[self.ids[found[dead]] < 0]
+        if dead.size:
+            walked = dead
+            while dead.size:
+                found[dead] = self.following[found[dead]]
+                dead = dead[self.ids[found[dead]] < 0]
+            self.following[before[walked]] = found[walked]
         return found
 
     def _wait(self, positions: np.ndarray, ranks: np.ndarray) -> None:
