@@ -5,9 +5,8 @@ every merge using a token ranks after the merge that makes it, true of trained m
 int32 arrays over the word's bytes (ids, the rank of the pair starting at each position, and the link to the next
 token), 12 bytes per byte, and works on bounded slices beyond them, so merging needs about 16 bytes per byte of the
 word (`tests/encode/test_decode_memory.py` measures it). `merge_with_heap` takes over 100, in Python lists and ints,
-and `merge_batch_packed` 30 or more. There is no array of links to the previous token: the position before a token
-belongs to the token before it, found through the links that merged-away positions keep to the token that took them
-in (a few steps, as paths are shortened once walked). That costs some time on long runs of one character.
+and `merge_batch_packed` 30 or more. There is no array of links to the previous token: the last byte of a token of
+several bytes, a position merged away, holds the token's start instead.
 
 How: the ranks are taken in increasing order. With monotone merges, merging every occurrence of the lowest-rank
 pair (leftmost first; in a run x x x of the pair (x, x), the first, third...) only makes pairs of higher rank, so a
@@ -92,8 +91,8 @@ class _Word:
         if n and self.ids[:n].min() < 0:
             raise MissingByteError
         index = np.int32 if n + 2 < 2**31 else np.int64
-        # Live position: where its next token starts. Merged-away position: the token that took it in (which may have
-        # been merged away since); `_preceding` follows these back to a live token instead of a fourth array.
+        # At a token's start: where the next token starts. At the last byte of a token of several bytes: where that
+        # token starts, which `_preceding` reads instead of a fourth array of links back.
         self.following = np.arange(1, n + 2, dtype=index)
         self.pending: dict[int, list[np.ndarray]] = {}  # rank -> positions of pairs made during the band
         self.pending_ranks: list[int] = []
@@ -153,7 +152,7 @@ class _Word:
         self.rank[right] = self.no_rank
         after = following[right]
         following[take] = after
-        following[right] = take
+        following[after - 1] = take  # the merged token's last byte names its start
         # The pairs on either side of each merged token (at the start, index -1 is the separator: no rank).
         changed = np.concatenate((self._preceding(take), take))
         new_ranks = _lookup_ranks(ids[changed], ids[np.concatenate((take, after))], self.tables)
@@ -163,23 +162,10 @@ class _Word:
             self._wait(changed[waiting], new_ranks[waiting])
 
     def _preceding(self, positions: np.ndarray) -> np.ndarray:
-        """The live token before each of `positions` (live ones): the token covering the byte before it, found by
-        following merged-away positions to the token that took them in; paths longer than one step are then
-        shortened to one."""
+        """The live token before each of `positions` (token starts): the byte before a token start is the last byte
+        of the token before it, which is that token's start when live, else names it (see `__init__`)."""
         before = positions - 1
-        dead = np.flatnonzero(self.ids[before] < 0)
-        if dead.size == 0:
-            return before
-        found = before.copy()
-        found[dead] = self.following[before[dead]]
-        dead = dead[self.ids[found[dead]] < 0]
-        if dead.size:
-            walked = dead
-            while dead.size:
-                found[dead] = self.following[found[dead]]
-                dead = dead[self.ids[found[dead]] < 0]
-            self.following[before[walked]] = found[walked]
-        return found
+        return np.where(self.ids[before] < 0, self.following[before], before)
 
     def _wait(self, positions: np.ndarray, ranks: np.ndarray) -> None:
         order = np.argsort(ranks, kind="stable")
