@@ -31,10 +31,9 @@ from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.train.api import train_bpe, train_bpe_from_counts
 from hf_bpe.train.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.train.ray_counting import RayCountingEngine
-from tests import REPO
+from tests import FIXTURES, REPO
 from tests.cluster import connected_cluster
 
-FIXTURES = REPO / "tests" / "fixtures"
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, "<|pad|>"]
 CORPORA = [FIXTURES / "corpus.en", FIXTURES / "tinystories_sample.txt", FIXTURES / "hf_corpora_sample.txt"]

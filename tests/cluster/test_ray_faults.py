@@ -33,12 +33,11 @@ from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.train.count import count_pretokens_in_files
 from hf_bpe.train.ray_counting import RayCountingEngine
-from tests import REPO
+from tests import FIXTURES, REPO
 from tests.cluster import connected_cluster
 
 ray = pytest.importorskip("ray")  # hf_bpe imports ray only when a Ray engine runs
 
-FIXTURES = REPO / "tests" / "fixtures"
 EOT = "<|endoftext|>"
 # Shards of this many documents: about 40 shards, so that a fault lands with most of them still to do.
 DOCUMENTS_PER_SHARD = 150
@@ -98,12 +97,16 @@ def recorded_shards(out: Path) -> dict:
     return manifest.shards if manifest is not None else {}
 
 
-def run_in_thread(function, *args, **kwargs) -> tuple[threading.Thread, dict]:
+def tokenize_in_thread(cluster, tokenizer_dir, source: Path, out: Path) -> tuple[threading.Thread, dict]:
+    """`tokenize_dataset_ray` of `source` into `out` on `cluster`, running in a thread while the test harms the job;
+    `finished` gives its result or raises its error."""
     outcome: dict = {}
 
     def target() -> None:
         try:
-            outcome["value"] = function(*args, **kwargs)
+            outcome["value"] = tokenize_dataset_ray(tokenizer_dir, "json", out, data_files=[str(source)],
+                                                    ray_address=cluster.address,
+                                                    documents_per_shard=DOCUMENTS_PER_SHARD, progress=False)
         except BaseException as error:  # reported by the test
             outcome["error"] = error
 
@@ -131,9 +134,7 @@ def run_cli(*arguments: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 def test_ray_tokenize_survives_a_worker_killed_mid_job(cluster, tokenizer_dir, dataset, tmp_path, caplog):
     source, expected = dataset
     out = tmp_path / "out"
-    thread, outcome = run_in_thread(tokenize_dataset_ray, tokenizer_dir, "json", out, data_files=[str(source)],
-                                    ray_address=cluster.address, documents_per_shard=DOCUMENTS_PER_SHARD,
-                                    progress=False)
+    thread, outcome = tokenize_in_thread(cluster, tokenizer_dir, source, out)
     with caplog.at_level(logging.WARNING, logger="hf_bpe.cluster"):
         wait_for(lambda: recorded_shards(out), "a shard was written", thread=thread)
         [victim, *_] = wait_for(lambda: cluster.worker_pids("ray::_EncodingWorker"), "an encoding actor", thread=thread)
@@ -239,9 +240,7 @@ def test_ray_tokenize_finishes_when_a_node_leaves_mid_job(cluster, tokenizer_dir
     source, expected = dataset
     cluster.add_node("leaving")
     out = tmp_path / "out"
-    thread, outcome = run_in_thread(tokenize_dataset_ray, tokenizer_dir, "json", out, data_files=[str(source)],
-                                    ray_address=cluster.address, documents_per_shard=DOCUMENTS_PER_SHARD,
-                                    progress=False)
+    thread, outcome = tokenize_in_thread(cluster, tokenizer_dir, source, out)
     with caplog.at_level(logging.WARNING, logger="hf_bpe.cluster"):
         wait_for(lambda: recorded_shards(out), "a shard was written", thread=thread)
         wait_for(lambda: cluster.worker_pids("ray::_EncodingWorker.write", node="leaving"),

@@ -29,9 +29,8 @@ from hf_bpe.encode import tokenizer as encode_module
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
-from tests import REPO
+from tests import FIXTURES, REPO
 
-FIXTURES = REPO / "tests" / "fixtures"
 EOT = "<|endoftext|>"
 
 # Tiny, but with the cases that break naive pipelines: empty and whitespace-only documents, non-ASCII text, a

@@ -20,9 +20,8 @@ from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.evaluation.card import SAMPLE_TEXT, write_model_card
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
-from tests import REPO
+from tests import FIXTURES, REPO
 
-FIXTURES = REPO / "tests" / "fixtures"
 EOT = "<|endoftext|>"
 TRAINING_INFO = {
     "corpus_files": [{"path": "/data/corpora/corpus.en", "bytes": 133027}],

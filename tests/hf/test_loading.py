@@ -13,7 +13,6 @@ each preset and with two custom patterns.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -29,11 +28,10 @@ from hypothesis import strategies as st
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.train.api import train_bpe
-from tests import REPO
+from tests import FIXTURES, REPO, load_script
 from tests.hf.test_tokenizer import adversarial_text
 from tests.pretokenize.test_patterns import ONIGURUMA_TRAPS, QWEN2
 
-FIXTURES = REPO / "tests" / "fixtures"
 PYTHON = os.environ.get("HF_BPE_PYTHON", sys.executable)
 EOT = "<|endoftext|>"
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe", "tiktoken")
@@ -242,16 +240,8 @@ def test_remote_code_without_hf_bpe_installed_explains_what_to_do(directories, w
     assert "pip install hf_bpe" in result.stderr
 
 
-def load_crosscheck_script():
-    spec = importlib.util.spec_from_file_location("crosscheck", REPO / "scripts" / "crosscheck.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_crosscheck_script_agrees_and_reports_a_mismatch(directories, workdir: Path, capsys) -> None:
-    crosscheck = load_crosscheck_script()
+    crosscheck = load_script("crosscheck")
     directory = directories[0][0]
     corpora = [FIXTURES / "hf_corpora_sample.txt", FIXTURES / "german.txt"]
     assert crosscheck.main([str(directory), *map(str, corpora)]) == 0
@@ -276,7 +266,7 @@ def test_crosscheck_script_agrees_and_reports_a_mismatch(directories, workdir: P
 
 
 def test_crosscheck_script_names_a_missing_corpus(directories, capsys) -> None:
-    crosscheck = load_crosscheck_script()
+    crosscheck = load_script("crosscheck")
     assert crosscheck.main([str(directories[0][0]), "missing.txt"]) == 2
     assert "crosscheck: missing.txt: no such file" in capsys.readouterr().err
 

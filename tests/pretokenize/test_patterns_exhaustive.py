@@ -17,7 +17,6 @@ name the first that differs.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
@@ -36,7 +35,7 @@ from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.formats.tiktoken import tiktoken_encoding
 from hf_bpe.pretokenize import UNICODE_VERSION, compile_pattern, tokenizers_pattern
 from hf_bpe.pretokenize.regex_syntax import Chars, parse_pattern, walk
-from tests import REPO
+from tests import load_script
 from tests.pretokenize.test_unicode_exhaustive import first_difference
 
 PRESETS = ["cl100k", "o200k", "llama3"]
@@ -128,14 +127,6 @@ def test_tiktoken_and_the_saved_tokenizer_json_cut_alike_on_every_code_point(bou
                         f"{bad}")
 
 
-def load_class_probes():
-    spec = importlib.util.spec_from_file_location("make_unicode_classes", REPO / "scripts" / "make_unicode_classes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def probed(joins: Callable[..., np.ndarray], separator: str, pattern: str) -> Iterator[int]:
     code_points = [code_point for code_point in range(sys.maxunicode + 1)
                    if not 0xD800 <= code_point <= 0xDFFF and chr(code_point) != separator]
@@ -144,7 +135,7 @@ def probed(joins: Callable[..., np.ndarray], separator: str, pattern: str) -> It
 
 def test_case_insensitive_letters_fold_as_in_both_libraries() -> None:
     # `'c` is one pre-token exactly when c matches (?i:[a-z]); the rest of the pattern takes one character at a time.
-    probes = load_class_probes()
+    probes = load_script("make_unicode_classes")
     pattern = r"'(?i:[a-z])|[\s\S]"
     folded = {node.ranges for node in walk(parse_pattern(pattern)) if isinstance(node, Chars) and len(node.ranges) > 2}
     ours = {code_point for ranges in folded for first, last in ranges for code_point in range(first, last + 1)}
