@@ -157,7 +157,8 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         Mirrors `PreTrainedTokenizerFast.train_new_from_iterator`: `text_iterator` yields texts or batches of texts
         (each text a document), `vocab_size` counts the 256 bytes, the merges and the special tokens,
         `new_special_tokens` are added to the current ones and `special_tokens_map` renames special tokens
-        ({old: new}). `length` is accepted for compatibility (the progress bar needs no total).
+        ({old: new}). `length` is accepted for compatibility (the progress bar needs no total). Other keyword
+        arguments are settings of the new tokenizer; `pattern=` also sets the pre-tokenization it is trained with.
         """
         return train_like(self, text_iterator, vocab_size, new_special_tokens, special_tokens_map, progress, kwargs)
 

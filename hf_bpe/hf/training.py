@@ -29,7 +29,10 @@ _NOT_SETTINGS = {"vocab_file", "merges_file", "tokenizer_file", "vocab", "merges
 def train_like(tokenizer: Tokenizer, text_iterator: Iterable[str | Sequence[str]], vocab_size: int,
                new_special_tokens: Sequence[str | AddedToken] | None, special_tokens_map: dict[str, str] | None,
                progress: bool | None, overrides: dict[str, Any]) -> Tokenizer:
-    """Train on `text_iterator` (texts or batches of texts) and build a tokenizer with `tokenizer`'s settings."""
+    """Train on `text_iterator` (texts or batches of texts) and build a tokenizer with `tokenizer`'s settings;
+    `overrides` replace settings, and a `pattern` among them is also the one trained with."""
+    overrides = dict(overrides)
+    pattern = overrides.pop("pattern", tokenizer.pattern)  # by default the old tokenizer's pre-tokenization
     renamed = dict(special_tokens_map or {})
     specials = [renamed.get(token.content, token.content)
                 for _, token in sorted(tokenizer.added_tokens_decoder.items()) if token.special]
@@ -38,7 +41,7 @@ def train_like(tokenizer: Tokenizer, text_iterator: Iterable[str | Sequence[str]
         if content not in specials:
             specials.append(content)
     vocab, merges = train_bpe_from_iterator(_texts(text_iterator), vocab_size, specials, progress=progress,
-                                            pattern=tokenizer.pattern)  # the old tokenizer's pre-tokenization
+                                            pattern=pattern)
     if len(vocab) < vocab_size:  # as `hf-bpe train` notes it: a tokenizer smaller than asked for is easy to miss
         warnings.warn(f"train_new_from_iterator: no pairs left to merge, so the new tokenizer has {len(vocab)} tokens, "
                       f"fewer than the {vocab_size} asked for (the corpus is too small for that vocab size)",
@@ -63,8 +66,8 @@ def train_like(tokenizer: Tokenizer, text_iterator: Iterable[str | Sequence[str]
     others = [token for token in specials if token not in named]
     if others:
         settings[extra_name] = others
-    settings.update(overrides)
-    return type(tokenizer)(vocab=encoder, merges=string_merges, **{"pattern": tokenizer.pattern, **settings})
+    settings.update(overrides, pattern=pattern)
+    return type(tokenizer)(vocab=encoder, merges=string_merges, **settings)
 
 
 def _texts(text_iterator: Iterable[str | Sequence[str]]) -> Iterator[str]:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from transformers import AddedToken, AutoTokenizer
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import SAVED_FILES, load_tokenizer_directory, save_tokenizer_directory
 from hf_bpe.hf.tokenizer import HFBPETokenizer
@@ -663,6 +664,18 @@ def test_train_new_from_iterator_uses_our_trainer_and_keeps_the_settings(directo
     texts = corpus[:20] + ["a<sep>b<|end|>"]
     assert new(texts)["input_ids"] == reloaded_fast(texts)["input_ids"]
     assert new("a<sep>b")["input_ids"][1] == new.convert_tokens_to_ids("<sep>")
+
+
+def test_train_new_from_iterator_trains_with_the_pattern_it_is_given(directory: Path) -> None:
+    from hf_bpe.train.api import train_bpe_from_iterator
+
+    old = HFBPETokenizer.from_pretrained(directory)  # GPT-2's pattern
+    corpus = (FIXTURES / "tinystories_sample.txt").read_text(encoding="utf-8").split("\n\n")
+    new = old.train_new_from_iterator(corpus, 400, pattern="cl100k")
+    vocab, merges = train_bpe_from_iterator(corpus, 400, [EOT, "<|end|>", "<pad>"], pattern="cl100k")
+    assert new.merges == merges and dict(new._base_vocab) == vocab
+    assert new.pattern == old.train_new_from_iterator(corpus, 300, pattern="cl100k").pattern != old.pattern
+    assert new("It's 12345")["input_ids"] == Tokenizer(vocab, merges, pattern="cl100k").encode("It's 12345")
 
 
 def test_train_new_from_iterator_renames_special_tokens(directory: Path) -> None:
