@@ -29,7 +29,7 @@ import heapq
 
 import numpy as np
 
-from hf_bpe.encode.merge_kernels import BatchTables, MissingByteError, _lookup_ranks
+from hf_bpe.encode.merge_kernels import BatchTables, MissingByteError, _every_other_in_runs, _lookup_ranks
 
 #: Words with more bytes than this go to `merge_long_word` (below it, the other kernels' memory does not matter).
 LONG_WORD_BYTES = 1 << 16
@@ -179,23 +179,6 @@ class _Word:
     def result(self) -> np.ndarray:
         ids = self.ids[:self.n]
         return ids[ids >= 0]
-
-
-def _every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
-    """The positions to merge among `take`, ascending positions of one pair: in a run x, x, x... of the pair (x, x),
-    each the `following` of the one before, the first, third... (the rest overlap them).
-
-    >>> _every_other_in_runs(np.array([1, 2, 3, 4, 7, 9, 10]), np.arange(1, 12))
-    array([1, 3, 7, 9])
-    """
-    linked = following[take[:-1]] == take[1:]
-    if not linked.any():
-        return take
-    index = np.arange(take.size, dtype=np.int32 if take.size < 2**31 else np.int64)
-    run_start = np.where(np.concatenate(([True], ~linked)), index, 0)
-    np.maximum.accumulate(run_start, out=run_start)
-    index -= run_start
-    return take[(index & 1) == 0]
 
 
 __all__ = ["LONG_WORD_BYTES", "merge_long_word", "merge_long_word_packed"]

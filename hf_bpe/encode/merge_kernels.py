@@ -299,9 +299,12 @@ def _every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
     adjacent = following[take[:-1]] == take[1:]
     if not adjacent.any():
         return take
-    index = np.arange(take.size)
-    run_start = np.maximum.accumulate(np.where(np.concatenate(([True], ~adjacent)), index, 0))
-    return take[(index - run_start) % 2 == 0]
+    # int32 and in place: `hf_bpe.encode.long_words` calls this on slices of a giant pre-token, in bounded memory.
+    index = np.arange(take.size, dtype=np.int32 if take.size < 2**31 else np.int64)
+    run_start = np.where(np.concatenate(([True], ~adjacent)), index, 0)
+    np.maximum.accumulate(run_start, out=run_start)
+    index -= run_start
+    return take[(index & 1) == 0]
 
 
 def _word_bounds(done: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

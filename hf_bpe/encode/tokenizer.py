@@ -378,7 +378,7 @@ class Tokenizer:
         >>> [unpack_ids(ids) for ids in tokenizer.merge_pretoken_bytes([b"abc", b"\\xff"])]
         [[256, 99], [255]]
         """
-        if any(len(word) > LONG_WORD_BYTES for word in words):  # giant pre-tokens: in bounded memory
+        if max(map(len, words), default=0) > LONG_WORD_BYTES:  # giant pre-tokens: in bounded memory
             short = iter(self.merge_pretoken_bytes([word for word in words if len(word) <= LONG_WORD_BYTES]))
             return [self._merge_long_word(word) if len(word) > LONG_WORD_BYTES else next(short) for word in words]
         if len(words) >= MIN_BATCH_MERGE:
