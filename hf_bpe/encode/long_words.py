@@ -122,19 +122,10 @@ class _Word:
             ranks = self.rank[start:start + self.slice_size]
             parts.append(np.flatnonzero((ranks >= low) & (ranks < high)) + start)
         positions = np.concatenate(parts)
-        ranks = self.rank[positions]
-        order = np.argsort(ranks, kind="stable")  # by rank, in position order within a rank
-        positions, ranks = positions[order], ranks[order]
-        bounds = np.flatnonzero(np.diff(ranks)) + 1
-        gathered = dict(zip(ranks[np.concatenate(([0], bounds))].tolist(), np.split(positions, bounds)))
-        for rank in gathered:
-            heapq.heappush(self.pending_ranks, rank)
-            self.pending.setdefault(rank, []).append(gathered[rank])
+        self._wait(positions, self.rank[positions], distinct=True)
         while self.pending_ranks:
             rank = heapq.heappop(self.pending_ranks)
-            chunks = self.pending.pop(rank, None)
-            if chunks is None:  # pushed twice
-                continue
+            chunks = self.pending.pop(rank)
             candidates = chunks[0] if len(chunks) == 1 else np.unique(np.concatenate(chunks))
             for start in range(0, candidates.size, self.slice_size):
                 self._merge(rank, candidates[start:start + self.slice_size])
@@ -167,14 +158,16 @@ class _Word:
         before = positions - 1
         return np.where(self.ids[before] < 0, self.following[before], before)
 
-    def _wait(self, positions: np.ndarray, ranks: np.ndarray) -> None:
-        order = np.argsort(ranks, kind="stable")
+    def _wait(self, positions: np.ndarray, ranks: np.ndarray, distinct: bool = False) -> None:
+        """Queue the pairs at `positions` for merging at their `ranks`. `distinct`: the positions are ascending and
+        each comes once; else a position may come twice (a pair between two merges of one step)."""
+        order = np.argsort(ranks, kind="stable")  # by rank, in position order within a rank
         positions, ranks = positions[order], ranks[order]
         bounds = np.flatnonzero(np.diff(ranks)) + 1
         for rank, group in zip(ranks[np.concatenate(([0], bounds))].tolist(), np.split(positions, bounds)):
             if rank not in self.pending:
                 heapq.heappush(self.pending_ranks, rank)
-            self.pending.setdefault(rank, []).append(np.unique(group))  # a pair between two merges comes twice
+            self.pending.setdefault(rank, []).append(group if distinct else np.unique(group))
 
     def result(self) -> np.ndarray:
         ids = self.ids[:self.n]
