@@ -30,6 +30,7 @@ serves many runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -142,19 +143,11 @@ def cluster_pids(cluster: LocalRayCluster) -> list[int]:
 
 def timed(function: Callable[[], Any], memory: PeakMemory, store: ObjectStoreMonitor | None = None
           ) -> tuple[float, Any]:
-    with memory, store if store is not None else _nothing():
+    with memory, store if store is not None else contextlib.nullcontext():
         start = time.perf_counter()
         result = function()
         seconds = time.perf_counter() - start
     return seconds, result
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: Any) -> None:
-        return None
 
 
 def compare(name: str, runs: dict[str, Callable[[PeakMemory], tuple[float, Any, PeakMemory, Any]]], repeats: int,

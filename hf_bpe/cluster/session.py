@@ -25,7 +25,7 @@ from hf_bpe.common.errors import InputError
 
 RAY_INSTALL_HINT = "pip install 'hf_bpe[ray]' (or pip install ray)"
 # Where hf_bpe's work runs: worker processes on this machine, or a Ray cluster. Each protocol has one switch over these
-# names: `hf_bpe.train.count.counting_engine` for counting, `hf_bpe.data.tokenize.tokenize_dataset` for token arrays.
+# names: `hf_bpe.train.count.counting_engine` for counting, `hf_bpe.data.engines.tokenize_dataset_on` for token arrays.
 ENGINES = ("local", "ray")
 # The hf_bpe package directory, as Ray workers must import it (found from here: this module must not import hf_bpe's
 # top level, which imports the stages above it).
@@ -121,7 +121,7 @@ def cluster_cpus(ray: Any) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-# --- counting ----------------------------------------------------------------------------------------------------
+# --- the same code on every worker ------------------------------------------------------------------------------
 
 
 def code_fingerprint() -> str:
@@ -145,13 +145,3 @@ def code_mismatch(expected: str) -> str | None:
 
     return (f"the hf_bpe on Ray node {socket.gethostname()} ({PACKAGE_DIR}) differs from the driver's: install the "
             f"same version on every node, or ship the driver's with runtime_env={{'py_modules': [hf_bpe]}}")
-
-
-def get(ray: Any, ref: Any, what: str) -> Any:
-    """`ray.get(ref)`, with a failure of the task or its worker reported as one RuntimeError."""
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayError as error:
-        raise RuntimeError(f"{what}: {error}") from error
-
-

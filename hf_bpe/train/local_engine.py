@@ -23,7 +23,7 @@ from hf_bpe.common.parallel import (
     multiprocessing_context,
     start_workers,
 )
-from hf_bpe.train.piece_counter import PieceCounter, Task
+from hf_bpe.train.piece_counter import PieceCounter, Task, add_counts
 
 
 class LocalCountingEngine:
@@ -139,9 +139,7 @@ class _WorkerProcesses:
                 self._add(message[1])
 
     def _add(self, counts: Counter[bytes]) -> None:
-        if len(counts) > len(self.total):  # add the smaller Counter to the larger
-            self.total, counts = counts, self.total
-        self.total.update(counts)
+        self.total = add_counts(self.total, counts)
 
 
 def _how(exitcode: int) -> str:

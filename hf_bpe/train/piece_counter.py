@@ -155,4 +155,13 @@ class PieceCounter:
         return counts
 
 
-# --- chunk boundaries ----------------------------------------------------------------------------------------------
+def add_counts(total: Counter[bytes], counts: Counter[bytes]) -> Counter[bytes]:
+    """`total` plus `counts`, summed into the larger of the two (which is returned): the smaller one is added.
+
+    >>> add_counts(Counter({b"a": 1}), Counter({b"a": 2, b"b": 1})) == Counter({b"a": 3, b"b": 1})
+    True
+    """
+    if len(counts) > len(total):
+        total, counts = counts, total
+    total.update(counts)
+    return total

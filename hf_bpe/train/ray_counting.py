@@ -23,7 +23,8 @@ from typing import Any
 from hf_bpe.cluster.session import cluster_cpus, code_fingerprint, ray_session
 from hf_bpe.cluster.workers import ClusterWorker, WorkerPool, WorkersLost
 from hf_bpe.common.errors import InputError
-from hf_bpe.train.piece_counter import PieceCounter
+from hf_bpe.train.local_engine import check_num_workers
+from hf_bpe.train.piece_counter import PieceCounter, add_counts
 
 
 class RayCountingEngine:
@@ -39,8 +40,7 @@ class RayCountingEngine:
     """
 
     def __init__(self, address: str | None = None, *, num_workers: int | None = None) -> None:
-        if num_workers is not None and num_workers < 1:
-            raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+        check_num_workers(num_workers)
         self.address = address
         self.num_workers = num_workers
         self.lost: list[str] = []
@@ -144,7 +144,5 @@ class _CountingWorker(ClusterWorker):
 
     def absorb(self, other: Counter[bytes]) -> int:
         """Add another actor's counts (passed by ObjectRef) to this one's; the number of distinct pre-tokens."""
-        if len(other) > len(self.counts):  # add the smaller counter into the larger
-            self.counts, other = other, self.counts
-        self.counts.update(other)
+        self.counts = add_counts(self.counts, other)
         return len(self.counts)
