@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 from hf_bpe.cli.options import add_dataset_arguments, add_engine_arguments, check_engine_arguments
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.locks import output_lock
-from hf_bpe.common.outputs import created_directories
 from hf_bpe.data.engines import tokenize_dataset_on
-from hf_bpe.data.load import check_output_split
 
 
 def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,13 +47,14 @@ def add_tokenize_dataset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_tokenize_dataset(args: argparse.Namespace) -> int:
     """Run `hf-bpe tokenize-dataset` with parsed arguments; InputError is left to the caller to report."""
-    # The flags are checked against each other before anything is imported: a wrong combination is reported the same
-    # way whether ray is installed or not.
+    # The flags are checked against each other before ray is needed: a wrong combination is reported the same way
+    # whether ray is installed or not.
     if args.engine == "ray":
         for flag, given in (("--streaming", args.streaming), ("--num-proc", args.num_proc is not None),
                             ("--cache-dir", args.cache_dir is not None)):
             if given:
-                raise InputError(f"{flag} is for --engine local; with --engine ray, Ray Data reads the dataset")
+                raise InputError(f"{flag} is for --engine local; with --engine ray, the driver reads the dataset "
+                                 f"and streams it to the actors")
     check_engine_arguments(args)
     options = dict(split=args.split, text_column=args.text_column, data_files=args.data_files, config=args.config,
                    append_eot=args.append_eot, allow_special=args.allow_special, batch_size=args.batch_size,
@@ -70,13 +67,7 @@ def run_tokenize_dataset(args: argparse.Namespace) -> int:
                 raise InputError(f"{flag} needs --engine ray (the local engine writes one {args.split}.bin, "
                                  f"from zero each run: docs/cluster.md says why)")
         options.update(num_proc=args.num_proc or 1, streaming=args.streaming, cache_dir=args.cache_dir)
-    with ExitStack() as one_run_at_a_time:
-        if args.engine == "ray":  # the local engine takes the split's lock itself (hf_bpe.data.pipeline)
-            out = Path(args.out)
-            check_output_split(out, args.split, force=True)  # the split is a file name: lock_path can use it
-            one_run_at_a_time.enter_context(created_directories(out))
-            one_run_at_a_time.enter_context(output_lock(out, args.split, f"split {args.split!r} of {out}"))
-        metadata = tokenize_dataset_on(args.engine, args.tokenizer, args.dataset, args.out, **options)
+    metadata = tokenize_dataset_on(args.engine, args.tokenizer, args.dataset, args.out, **options)
     print(f"wrote {Path(args.out) / args.split}: {metadata['num_tokens']:,} {metadata['dtype']} tokens from "
           f"{metadata['num_documents']:,} documents", file=sys.stderr)
     return 0

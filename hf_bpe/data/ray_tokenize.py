@@ -31,6 +31,8 @@ from hf_bpe.cluster.session import cluster_cpus, code_fingerprint, ray_session
 from hf_bpe.cluster.workers import IN_FLIGHT_PER_ACTOR, ClusterWorker, WorkerPool
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import write_text_atomically
+from hf_bpe.common.locks import output_lock
+from hf_bpe.common.outputs import created_directories
 from hf_bpe.common.parallel import progress_bar
 from hf_bpe.data.encoders import ArrayTokenizer, BatchFlattener
 from hf_bpe.data.load import check_output_split
@@ -87,43 +89,46 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
             raise InputError(f"{name} must be at least 1, got {value}")
     out_dir = Path(out_dir)
     check_output_split(out_dir, split, force=True)  # the split is a file name; what exists is checked below
-    tokenizer = ArrayTokenizer.load(tokenizer_dir, append_eot, allow_special)
-    source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
-                           config=config, streaming=_can_stream(dataset, split))
-    job = {"tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
-           "data_files": list(data_files or []), "split": split, "text_column": text_column,
-           "append_eot": append_eot, "allow_special": allow_special, "dtype": tokenizer.dtype.name}
-    previous = _resumable_manifest(out_dir, split, job, documents_per_shard, shard_bytes) if resume else None
-    if previous is None:  # a new run (--resume with nothing to resume too) replaces a written split only with force
-        check_output_split(out_dir, split, force)
-    data = source.load()  # checked before the cluster is reached; a streamed dataset is only opened here
+    # One run per split at a time, from before anything is read to the metadata (as the local engine does);
+    # directories made here are removed again if the run fails.
+    with created_directories(out_dir), output_lock(out_dir, split, f"split {split!r} of {out_dir}"):
+        tokenizer = ArrayTokenizer.load(tokenizer_dir, append_eot, allow_special)
+        source = DatasetSource(dataset, split=split, text_column=text_column, data_files=list(data_files or []),
+                               config=config, streaming=_can_stream(dataset, split))
+        job = {"tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
+               "data_files": list(data_files or []), "split": split, "text_column": text_column,
+               "append_eot": append_eot, "allow_special": allow_special, "dtype": tokenizer.dtype.name}
+        previous = _resumable_manifest(out_dir, split, job, documents_per_shard, shard_bytes) if resume else None
+        if previous is None:  # a new run (--resume with nothing to resume too) replaces a written split only with force
+            check_output_split(out_dir, split, force)
+        data = source.load()  # checked before the cluster is reached; a streamed dataset is only opened here
 
-    with ray_session(ray_address) as ray:
-        workers = cluster_cpus(ray)
-        manifest = _start_manifest(out_dir, split, job, previous, documents_per_shard,
-                                   shard_bytes or _default_shard_bytes(ray, workers))
-        flatten = BatchFlattener(tokenizer.encoder, text_column, tokenizer.eot_id if append_eot else None,
-                                 tokenizer.dtype)
-        num_shards = _write_shards(ray, manifest, _text_tables(data, source), flatten, workers, progress)
-    if num_shards == 0:
-        raise source.no_rows_error()
-    _drop_shards_from(manifest, num_shards)
+        with ray_session(ray_address) as ray:
+            workers = cluster_cpus(ray)
+            manifest = _start_manifest(out_dir, split, job, previous, documents_per_shard,
+                                       shard_bytes or _default_shard_bytes(ray, workers))
+            flatten = BatchFlattener(tokenizer.encoder, text_column, tokenizer.eot_id if append_eot else None,
+                                     tokenizer.dtype)
+            num_shards = _write_shards(ray, manifest, _text_tables(data, source), flatten, workers, progress)
+        if num_shards == 0:
+            raise source.no_rows_error()
+        _drop_shards_from(manifest, num_shards)
 
-    records = [manifest.shards[index] for index in range(num_shards)]
-    metadata = {
-        "layout": LAYOUT, "dtype": tokenizer.dtype.name, "num_tokens": sum(record.num_tokens for record in records),
-        "num_documents": sum(record.num_documents for record in records),
-        "eot_id": tokenizer.eot_id, "append_eot": append_eot, "allow_special": allow_special,
-        "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer.directory),
-        "tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
-        "data_files": list(data_files or []), "split": split, "text_column": text_column,
-        "hf_bpe_version": __version__, "documents_per_shard": manifest.job["documents_per_shard"],
-        "shard_bytes": manifest.job["shard_bytes"], "shards": shard_list(split, records), "concatenated": None,
-    }
-    if concatenate:
-        metadata["concatenated"] = concatenate_shards(out_dir, split, metadata).name
-    write_text_atomically(out_dir / f"{split}.json", json.dumps(metadata, indent=2) + "\n")
-    return metadata
+        records = [manifest.shards[index] for index in range(num_shards)]
+        metadata = {
+            "layout": LAYOUT, "dtype": tokenizer.dtype.name, "num_tokens": sum(record.num_tokens for record in records),
+            "num_documents": sum(record.num_documents for record in records),
+            "eot_id": tokenizer.eot_id, "append_eot": append_eot, "allow_special": allow_special,
+            "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer.directory),
+            "tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
+            "data_files": list(data_files or []), "split": split, "text_column": text_column,
+            "hf_bpe_version": __version__, "documents_per_shard": manifest.job["documents_per_shard"],
+            "shard_bytes": manifest.job["shard_bytes"], "shards": shard_list(split, records), "concatenated": None,
+        }
+        if concatenate:
+            metadata["concatenated"] = concatenate_shards(out_dir, split, metadata).name
+        write_text_atomically(out_dir / f"{split}.json", json.dumps(metadata, indent=2) + "\n")
+        return metadata
 
 
 def _can_stream(dataset: str, split: str) -> bool:
