@@ -8,14 +8,13 @@ DATA_FILE is a text file of documents separated by `<|endoftext|>` (or a .jsonl 
 turned into a json-lines dataset once (`--jsonl PATH` keeps it, and reuses it when it exists; the conversion streams,
 so a corpus of gigabytes is fine) and converted to arrow once, untimed. Then each encoder runs the same
 `hf_bpe.data.pipeline.tokenize_dataset` pipeline as `hf-bpe tokenize-dataset` (`Dataset.map(batched=True,
-num_proc=N)`, then
-the ids written into a `.bin`), each in a fresh process, and every `.bin` must be identical (sha256).
+num_proc=N)`, then the ids written into a `.bin`), each in a fresh process, and every `.bin` must be identical (sha256).
 
 The encoders alternate for `--repeat` rounds; reported per encoder: the median wall time of the whole pipeline,
 tokens/s, MB/s, the peak memory of the run's whole process tree (the main process plus the map workers, their
-proportional set sizes summed, sampled every 0.2 s; in brackets without the memory-mapped arrow files), and the ratio
-of its time to hf_bpe's measured within the same
-round (the machine may be shared): hf_bpe's throughput relative to an encoder is that encoder's time / hf_bpe's time.
+proportional set sizes summed, sampled every 0.2 s; in brackets without the memory-mapped arrow files), and the ratio of
+its time to hf_bpe's measured within the same round (the machine may be shared): hf_bpe's throughput relative to an
+encoder is that encoder's time / hf_bpe's time.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@
 Each tokenizer is trained with `hf-bpe train` (hf_bpe.train_bpe, then save_tokenizer_directory and
 hf_bpe_training.json, token_counts.npy) into a temporary directory; the card is then rewritten with its evaluation
 corpora, the gpt2 baseline and languages (hf_bpe.evaluation.card.write_model_card, which draws the plots when matplotlib
-is installed) and only README.md and the plots (*.png) are copied here, not the tokenizer files.
-Corpora that
+is installed) and only README.md and the plots (*.png) are copied here, not the tokenizer files. Corpora that
 are not found (without --shared) are skipped, and so are tokenizers whose training corpus is missing.
 """
 

@@ -3,7 +3,7 @@
     python scripts/tokenize_dataset.py --tokenizer tok/ --dataset json --data-files docs.jsonl --split train \\
         --text-column text --num-proc 8 --out data/
 
-Same options as `hf-bpe tokenize-dataset`; see hf_bpe/data.py. Read the result with `hf_bpe.data.pipeline.load_tokens`.
+Same options as `hf-bpe tokenize-dataset`; see hf_bpe/data/. Read the result with `hf_bpe.data.load_tokens`.
 """
 
 import argparse

@@ -8,7 +8,7 @@
   HF tokenizers and tiktoken. Forking
   while another thread runs can copy a lock that thread holds and deadlock the child, so then "spawn" is used (it
   re-imports the main script, which must be guarded). "forkserver" is no help for unguarded scripts: its server and
-  children run the main script's body too (see tests/test_parallel.py). Thread pools of C libraries (OpenBLAS,
+  children run the main script's body too (see tests/common/test_parallel.py). Thread pools of C libraries (OpenBLAS,
   `tokenizers`) install fork handlers and do not count.
 * `process_pool(num_workers, state)` / `worker_state()`: a `multiprocessing.Pool` whose workers receive `state` once,
   through the pool's initializer, instead of with every task.

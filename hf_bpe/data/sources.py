@@ -279,7 +279,7 @@ def missing_column_error(text_column: str, columns: Sequence[str]) -> InputError
 
 
 def metadata_of(source: DatasetSource, num_rows: int) -> dict[str, Any]:
-    """What a training record or a token array's metadata says about the dataset it came from.
+    """What a training record says about the dataset it came from.
 
     >>> metadata_of(DatasetSource("wikitext", config="wikitext-2-raw-v1"), 36718)["num_rows"]
     36718

@@ -6,8 +6,7 @@ through Python ints, and a cached entry takes 4 bytes per id instead of a tuple'
 
 A miss does not encode anything: it records the pre-token in `waiting` and hands out the marker `PENDING_IDS`;
 `resolve` later merges every waiting pre-token at once (one numpy batch, `hf_bpe.encode.merge_kernels`), and
-`replace_markers` puts
-the ids in place of the markers.
+`replace_markers` puts the ids in place of the markers.
 
 >>> cache = PretokenCache(lambda pretokens: pack_ids([tuple(map(ord, p)) for p in pretokens]), 1 << 20)
 >>> cache["ab"] == cache[" c"] == PENDING_IDS, cache.waiting

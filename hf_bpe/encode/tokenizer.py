@@ -7,13 +7,12 @@
 >>> tokenizer.decode([257, 32, 257, 100, 258])
 'abc abcd<|endoftext|>'
 
-How it is fast: text is cut into GPT-2 pre-tokens by one C-level `re.findall` (stdlib `re`, with the pinned
-character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level `map`
-(ids packed as bytes, joined in C), so text whose pre-tokens were seen before costs a few C calls per document.
-Pre-tokens missing from the cache wait, with a marker in the ids, until enough of them have gathered to be merged
-in one numpy batch (`hf_bpe.encode.merge_kernels`); the markers are then replaced. The cache is bounded in bytes
-(`cache_bytes`);
-see `hf_bpe.encode.cache`.
+How it is fast: text is cut into pre-tokens (GPT-2's pattern by default) by one C-level `re.findall` (stdlib `re`, with
+the pinned character classes; about twice as fast as `regex`), and they map to their ids through a cache with C-level
+`map` (ids packed as bytes, joined in C), so text whose pre-tokens were seen before costs a few C calls per document.
+Pre-tokens missing from the cache wait, with a marker in the ids, until enough of them have gathered to be merged in one
+numpy batch (`hf_bpe.encode.merge_kernels`); the markers are then replaced. The cache is bounded in bytes
+(`cache_bytes`); see `hf_bpe.encode.cache`.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ DEFAULT_CACHE_BYTES = 256 << 20
 _PENDING_BATCH = 16384
 # encode_iterable encodes the buffered text once it holds this many characters.
 _STREAM_WINDOW = 1 << 16
-# A text longer than this is pre-tokenized one segment at a time (`pretokenize.safe_segments`).
+# A text longer than this is pre-tokenized one segment at a time (`CompiledPattern.pretoken_batches`).
 _SEGMENT_CHARS = 1 << 20
 # encode_batch uses processes only for at least this many characters of text: below it, starting them costs more.
 _MIN_PARALLEL_LENGTH = 1 << 20
@@ -199,7 +198,7 @@ class Tokenizer:
     # --------------------------------------------------------------------------------------------------- encoding
 
     def encode(self, text: str) -> list[int]:
-        """Encode text: special tokens first (longest first), the GPT-2 pre-tokens of the text between them merged.
+        """Encode text: special tokens first (longest first), the pre-tokens of the text between them merged.
 
         Lone surrogates (possible in Python strings, not in UTF-8) become U+FFFD, as in tiktoken.
 
@@ -255,12 +254,13 @@ class Tokenizer:
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Yield the ids of "".join(iterable), holding only a bounded window of the text.
 
-        Memory stays bounded whatever the length of the text: the text window (64K characters, more only while one
-        pre-token is longer) plus the cache, at most `cache_bytes` (default 256 MiB).
+        With a preset pattern, memory stays bounded whatever the length of the text: the text window (64K
+        characters, more only while one pre-token is longer) plus the cache, at most `cache_bytes` (default
+        256 MiB). A custom pattern has no safe cut: each document (text between special tokens) is held whole.
 
         Buffered text is encoded up to its last safe cut: a position where cutting provably does not change the
-        result (before a space followed by non-whitespace, or at a special token's edge), far enough from the end
-        that any special token or pre-token across it is already complete.
+        result (the pattern's safe cut, `CompiledPattern.safe_cut`, or a special token's edge), far enough from the
+        end that any special token or pre-token across it is already complete.
 
         >>> list(Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_iterable(["a", "b"]))
         [97, 98]

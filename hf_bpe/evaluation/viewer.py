@@ -8,8 +8,8 @@ token can never move the cursor or start a terminal escape sequence.
 >>> readable_token(" wor".encode()), readable_token("é".encode()[:1]), readable_token(b"\\x1b[")
 ('␣wor', '<c3>', '<1b>[')
 
-Three views of the same tokens (`token_spans`): `show_tokens` (plain, `|`-separated: the card's examples and
-`hf-bpe show` without a terminal), `render_ansi` (each token on an alternating background colour) and `render_html`
+Views of the same tokens (`token_spans`): `show_tokens` and `render_plain` (plain, `|`-separated: the card's examples,
+and `hf-bpe show` without a terminal), `render_ansi` (each token on an alternating background colour) and `render_html`
 (one self-contained page: coloured tokens, the id and bytes of each on hover, and the counts).
 Not handled: right-to-left scripts and combining marks are shown in token order, which may not be the order or the
 shape a text renderer gives the whole text.

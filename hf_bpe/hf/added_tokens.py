@@ -36,8 +36,6 @@ _LEADING_SPACE = regex.compile(r"\p{White_Space}*")
 Segment = tuple[int, int, "int | None"]
 
 
-
-
 class _Pass:
     """One leftmost-longest scan over a set of tokens."""
 

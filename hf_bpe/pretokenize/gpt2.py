@@ -2,8 +2,8 @@
 
 The pattern's letters, numbers and whitespace are those of `tokenizers` and tiktoken (Unicode UNICODE_VERSION, from the
 generated hf_bpe.pretokenize.unicode_classes), not those of the installed `regex` module, so hf_bpe pre-tokenizes as
-they do on
-every code point (tests/pretokenize/test_unicode_exhaustive.py). Every pattern here is built from those classes.
+they do on every code point (tests/pretokenize/test_unicode_exhaustive.py). Every pattern here is built from those
+classes.
 
 Three facts about the GPT-2 pattern make the fast paths here exact (tests/pretokenize/test_gpt2.py checks them against
 the plain pattern on adversarial text):

@@ -16,7 +16,7 @@ class SpecialTokenSplitter:
     """Finds and splits at special tokens: the leftmost occurrence, the longest token first where several start.
 
     Compiled once. The tokens are tried longest first in one alternation, so the leftmost match is also the longest
-    token at that place (fact 2 in the module docstring); a single token takes the `str.split` fast path.
+    token at that place (see the module docstring); a single token takes the `str.split` fast path.
 
     >>> splitter = SpecialTokenSplitter(["<|e|>", "<|e|><|e|>"])
     >>> splitter.tokens, splitter.longest

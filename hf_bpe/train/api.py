@@ -1,8 +1,8 @@
 """The public training functions: from files, from any iterable of texts, from pre-token counts.
 
 Each checks its arguments before any work, counts pre-tokens (`hf_bpe.train.count`) with the engine it is given
-(`hf_bpe.train.engines`), and runs the merge loop (`hf_bpe.train.merge_loop.merge_pairs`). Ids 0-255 are the bytes,
-then one id per merge, then the special tokens.
+(`hf_bpe.train.local_engine` or `hf_bpe.train.ray_counting`), and runs the merge loop
+(`hf_bpe.train.merge_loop.merge_pairs`). Ids 0-255 are the bytes, then one id per merge, then the special tokens.
 """
 
 from __future__ import annotations

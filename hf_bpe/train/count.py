@@ -9,7 +9,7 @@ name or regex text, `hf_bpe.pretokenize.patterns`) to count another pattern's pr
 presets' files are cut at their own safe cuts, a custom pattern's only at special tokens (each document is matched
 whole, as tiktoken and `tokenizers` match it).
 
-How it is fast (each step is differential-tested against that reference in tests/test_count.py):
+How it is fast (each step is differential-tested against that reference in tests/train/test_count.py):
 
 * Text is cut into *pieces* with one C-level `re.findall` (`hf_bpe.pretokenize.gpt2.split_into_pieces`): no pre-token
   crosses a piece, so pieces are counted with `collections.Counter` (in C) and the slow GPT-2 regex runs only on the
@@ -334,7 +334,7 @@ def _find_replacements(tasks: list[tuple[str, int, int]], stats: CountStats) -> 
             stats.first_replacement = (path, first)
 
 
-# --- the local engine: worker processes ----------------------------------------------------------------------------
+# --- the tasks' helpers ---------------------------------------------------------------------------------------------
 
 
 def _check_is_text(index: int, text: object) -> None:

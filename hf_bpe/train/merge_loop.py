@@ -1,4 +1,4 @@
-"""Byte-level BPE training: count pre-tokens, then repeatedly merge the most frequent adjacent pair.
+"""Byte-level BPE training's merge loop: from pre-token counts, repeatedly merge the most frequent adjacent pair.
 
 The merge loop follows the classic incremental algorithm (as in HF tokenizers' BpeTrainer), tuned for CPython. It
 holds the words in one of two stores that give the same merges: `hf_bpe.train.flat_corpus.FlatCorpus` (the default,

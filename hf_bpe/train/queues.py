@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-MAX_PAIR_COUNT = (1 << 63) - 1  # `_Corpus` refuses counts that could reach it
+MAX_PAIR_COUNT = (1 << 63) - 1  # `merge_loop._Words.check_totals` refuses counts that could reach it
 
 
 class _LazyHeap:
