@@ -105,8 +105,8 @@ class ArrayTokenizer:
         from hf_bpe.formats.hf_directory import load_tokenizer_directory
 
         directory = Path(tokenizer_dir)
-        sha256 = tokenizer_directory_hash(directory)
         vocab, merges, special_tokens = loaded = load_tokenizer_directory(directory)
+        sha256 = tokenizer_directory_hash(directory, loaded.pattern)
         vocab_size = max(vocab) + 1
         eot_id = eot_token_id(directory, vocab, special_tokens)
         if append_eot and eot_id is None:
@@ -116,10 +116,10 @@ class ArrayTokenizer:
                    HFBPEEncoder(vocab, merges, special_tokens if allow_special else (), loaded.pattern))
 
 
-def tokenizer_directory_hash(directory: PathArg) -> str:
+def tokenizer_directory_hash(directory: PathArg, pattern: str | None = None) -> str:
     """sha256 over the files that define a tokenizer: vocab.json, merges.txt and tokenizer_config.json, and the
     pre-tokenization pattern of tokenizer.json when it is not GPT-2's (so directories of GPT-2's pattern hash as
-    they did before patterns were kept).
+    they did before patterns were kept). `pattern`, when the caller has read it already, is that pattern.
 
     Each file's name and length go in before its bytes, so no two different directories hash alike.
     """
@@ -136,9 +136,9 @@ def tokenizer_directory_hash(directory: PathArg) -> str:
     from hf_bpe.formats.hf_directory import read_directory_pattern
     from hf_bpe.pretokenize import GPT2_PATTERN
 
-    pattern = read_directory_pattern(directory).encode()
-    if pattern != GPT2_PATTERN.encode():
-        digest.update(b"pattern\0%d\0%s" % (len(pattern), pattern))
+    pattern_bytes = (read_directory_pattern(directory) if pattern is None else pattern).encode()
+    if pattern_bytes != GPT2_PATTERN.encode():
+        digest.update(b"pattern\0%d\0%s" % (len(pattern_bytes), pattern_bytes))
     return digest.hexdigest()
 
 

@@ -314,7 +314,12 @@ def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[t
 
 def read_tokenizers_json_model(path: Path) -> tuple[dict[str, int], list[tuple[bytes, bytes]], list[AddedTokenSpec]]:
     """The BPE model of a `tokenizer.json`: (vocab strings -> ids, merges as bytes, added tokens)."""
-    content = read_json(path)
+    return tokenizers_json_model(read_json(path), path)
+
+
+def tokenizers_json_model(content: Any, path: Path
+                          ) -> tuple[dict[str, int], list[tuple[bytes, bytes]], list[AddedTokenSpec]]:
+    """`read_tokenizers_json_model` of a `tokenizer.json`'s parsed `content` (`path` names it in errors)."""
     model = content.get("model") if isinstance(content, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
         raise InputError(f"{path}: expected a tokenizers BPE model")

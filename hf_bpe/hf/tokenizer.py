@@ -38,9 +38,10 @@ from hf_bpe.formats.gpt2 import unicode_to_bytes
 from hf_bpe.formats.hf_directory import (
     ENDOFTEXT,
     merges_from_strings,
-    read_directory_pattern,
+    pattern_of_tokenizers_json,
     read_json,
     read_tokenizers_json_model,
+    tokenizers_json_model,
     vocab_from_strings,
 )
 from hf_bpe.hf.added_tokens import AddedTokenSplitter
@@ -369,17 +370,20 @@ def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str
 
     Raises InputError naming the file (and line) for a missing or corrupt file, or a merge that does not fit.
     """
-    has_json = tokenizer_file is not None and os.path.isfile(tokenizer_file)
-    if pattern is None and has_json:
-        pattern = read_directory_pattern(tokenizer_file)  # type: ignore[arg-type]
+    json_path = Path(tokenizer_file) if tokenizer_file is not None and os.path.isfile(tokenizer_file) else None
+    model_from_json = json_path is not None and all(given is None for given in (vocab, merges, vocab_file, merges_file))
+    # Parsed once, and only when needed: the file may be megabytes.
+    content = read_json(json_path) if json_path is not None and (pattern is None or model_from_json) else None
+    if pattern is None and json_path is not None:
+        pattern = pattern_of_tokenizers_json(content, json_path)
     if vocab is not None or merges is not None:
         if vocab is None or merges is None:
             raise ValueError("HFBPETokenizer(vocab=..., merges=...) needs both the vocab and the merges")
         encoder = _encoder_of(vocab)
         return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab", pattern)
-    if vocab_file is None and merges_file is None and has_json:
-        encoder, byte_merges, _ = read_tokenizers_json_model(Path(tokenizer_file))  # type: ignore[arg-type]
-        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, tokenizer_file, pattern)  # type: ignore
+    if model_from_json:
+        encoder, byte_merges, _ = tokenizers_json_model(content, json_path)  # type: ignore[arg-type]
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, str(json_path), pattern)
     for path, name in ((vocab_file, "vocab.json"), (merges_file, "merges.txt")):
         if path is None or not os.path.isfile(path):
             raise InputError(f"{path or name}: no such file")
