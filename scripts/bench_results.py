@@ -59,15 +59,15 @@ def environment() -> dict[str, Any]:
 
 def append_result(path: str | os.PathLike[str] | None, kind: str, **fields: Any) -> None:
     """Append `{"kind": kind, **fields, **environment()}` to the JSON list in `path` (created if missing); no-op
-    without a path. The file is rewritten under a temporary name and renamed, so an interrupted run leaves it whole."""
+    without a path. The file is rewritten atomically, so an interrupted run leaves it whole."""
+    from hf_bpe.common.files import write_text_atomically
+
     if path is None:
         return
     path = Path(path)
     records = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     records.append({"kind": kind, **fields, **environment()})
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    temporary.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    write_text_atomically(path, json.dumps(records, indent=1) + "\n")
 
 
 def read_results(*paths: str | os.PathLike[str]) -> list[dict[str, Any]]:

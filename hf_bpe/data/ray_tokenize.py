@@ -48,7 +48,7 @@ from hf_bpe.data.shards import (
     shard_name,
     write_shard,
 )
-from hf_bpe.data.sources import DatasetSource, missing_column_error
+from hf_bpe.data.sources import DatasetSource, is_saved_dataset, missing_column_error
 
 MAX_DOCUMENTS_PER_SHARD = 100_000
 # Without shard_bytes, a shard holds at most this much text, less when the driver's object store is small: the
@@ -134,9 +134,7 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
 def _can_stream(dataset: str, split: str) -> bool:
     """Whether `datasets` can stream this dataset (read it a chunk at a time): everything but a `save_to_disk`
     directory (memory-mapped, which is as good) and a sliced split such as "train[:10%]" (not streamable)."""
-    path = Path(dataset)
-    saved = path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file())
-    return not saved and "[" not in split
+    return not is_saved_dataset(Path(dataset)) and "[" not in split
 
 
 def _text_tables(data: Any, source: Any) -> Iterator[Any]:

@@ -77,7 +77,7 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
 
     source = DatasetSource(dataset, split=split, data_files=list(data_files or []), config=config)
     path = Path(dataset)
-    if path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file()):
+    if is_saved_dataset(path):
         return _load_saved(path, source, streaming)
 
     builder, files = dataset, list(data_files or [])
@@ -276,6 +276,11 @@ def row_texts(data: Any, source: DatasetSource, batch_size: int = 1000) -> RowTe
 
 def missing_column_error(text_column: str, columns: Sequence[str]) -> InputError:
     return InputError(f"no column {text_column!r} in the dataset; its columns are: {', '.join(columns)}")
+
+
+def is_saved_dataset(path: Path) -> bool:
+    """Whether `path` is a directory written by `datasets`' `save_to_disk` (a Dataset or a DatasetDict)."""
+    return path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file())
 
 
 def metadata_of(source: DatasetSource, num_rows: int) -> dict[str, Any]:
