@@ -29,7 +29,7 @@ import heapq
 
 import numpy as np
 
-from hf_bpe.encode.merge_kernels import BatchTables, MissingByteError, _every_other_in_runs, _lookup_ranks
+from hf_bpe.encode.merge_kernels import BatchTables, MissingByteError, _lookup_ranks, every_other_in_runs
 
 #: Words with more bytes than this go to `merge_long_word` (below it, the other kernels' memory does not matter).
 LONG_WORD_BYTES = 1 << 16
@@ -135,7 +135,7 @@ class _Word:
         candidates = candidates[self.rank[candidates] == rank]  # merged away, or its pair changed, since
         if candidates.size == 0:
             return
-        take = candidates if candidates.size == 1 else _every_other_in_runs(candidates, self.following)
+        take = candidates if candidates.size == 1 else every_other_in_runs(candidates, self.following)
         following, ids = self.following, self.ids
         right = following[take]
         ids[take] = self.tables.merged_ids[rank]

@@ -273,7 +273,7 @@ def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[
             word = np.searchsorted(starts, take, side="right")
             take = take[np.concatenate(([True], word[1:] != word[:-1]))]
         elif take.size > 1:
-            take = _every_other_in_runs(take, following)
+            take = every_other_in_runs(take, following)
         right = following[take]
         ids[take] = tables.merged_ids[rank[take]]
         rank[right] = no_rank
@@ -289,17 +289,18 @@ def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[
     return done
 
 
-def _every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
+def every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
     """Positions of a repeated pair (x, x), x, x, x... (each the `following` of the one before): keep the first,
     third... of each run.
 
-    >>> _every_other_in_runs(np.array([1, 2, 3, 4, 7, 9, 10]), np.arange(1, 12))
+    >>> every_other_in_runs(np.array([1, 2, 3, 4, 7, 9, 10]), np.arange(1, 12))
     array([1, 3, 7, 9])
     """
     adjacent = following[take[:-1]] == take[1:]
     if not adjacent.any():
         return take
-    # int32 and in place: `hf_bpe.encode.long_words` calls this on slices of a giant pre-token, in bounded memory.
+    # int32 and in place: `hf_bpe.encode.long_words` calls this on slices of a giant pre-token, in bounded memory
+    # (and `hf_bpe.train.flat_corpus` on a merge's occurrences).
     index = np.arange(take.size, dtype=np.int32 if take.size < 2**31 else np.int64)
     run_start = np.where(np.concatenate(([True], ~adjacent)), index, 0)
     np.maximum.accumulate(run_start, out=run_start)

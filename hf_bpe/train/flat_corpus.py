@@ -52,6 +52,8 @@ from operator import add, sub
 
 import numpy as np
 
+from hf_bpe.encode.merge_kernels import every_other_in_runs
+
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
 # A pair listed at this many positions or more is merged with numpy, below in Python (the two break even about here).
@@ -316,14 +318,10 @@ class FlatCorpus:
         valid = (symbols[candidates] == left) & (symbols[rights] == right)
         if not valid.all():
             candidates, rights = candidates[valid], rights[valid]
-        if left == right and len(candidates) > 1:
-            overlapping = candidates[1:] == rights[:-1]
-            if overlapping.any():
-                # A run of n overlapping occurrences merges its 1st, 3rd, ...: keep even offsets from the run's start.
-                number = np.arange(len(candidates))
-                run_start = np.maximum.accumulate(np.where(np.concatenate(([False], overlapping)), 0, number))
-                keep = ((number - run_start) & 1) == 0
-                candidates, rights = candidates[keep], rights[keep]
+        if left == right and len(candidates) > 1:  # a run of n overlapping occurrences merges its 1st, 3rd, ...
+            kept = every_other_in_runs(candidates, next_positions)
+            if len(kept) < len(candidates):
+                candidates, rights = kept, next_positions[kept]
         lefts = previous_positions[candidates]
         afters = next_positions[rights]
         weights = self.frequencies[self.word_of[candidates]]
