@@ -29,11 +29,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from hf_bpe.pretokenize.unicode_classes import LETTER_RANGES, NUMBER_RANGES, UNICODE_VERSION, WHITESPACE_RANGES
+from hf_bpe.pretokenize.pinned_regex import ASTRAL_REGEX, FIRST_ASTRAL, MIN_NUMPY_STAND_INS, class_char
+from hf_bpe.pretokenize.regex_syntax import CLASSES, Ranges
+from hf_bpe.pretokenize.unicode_classes import UNICODE_VERSION
 
 __all__ = [
-    "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
-    "PinnedGpt2Regex", "pretokenize", "safe_segments", "split_at_safe_spaces", "split_into_pieces",
+    "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "NON_WHITESPACE_CLASS", "SAFE_SPACE_REGEX", "UNICODE_VERSION",
+    "WHITESPACE_CHARS", "PinnedGpt2Regex", "pretokenize", "safe_segments", "split_at_safe_spaces", "split_into_pieces",
 ]
 
 # The canonical GPT-2 pattern, as GPT-2, `tokenizers` and tiktoken spell it (tiktoken twins use this text). hf_bpe
@@ -42,33 +44,7 @@ __all__ = [
 # `tokenizers` itself (hf_bpe.pretokenize.unicode_classes, Unicode UNICODE_VERSION) instead.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
-_FIRST_ASTRAL = 0x10000
-
-
-def _ranges(table: str) -> list[tuple[int, int]]:
-    """Inclusive code-point ranges from a hf_bpe.pretokenize.unicode_classes table.
-
-    >>> _ranges("0041-005A 00AA")
-    [(65, 90), (170, 170)]
-    """
-    items = (item.partition("-") for item in table.split())
-    return [(int(first, 16), int(last or first, 16)) for first, _, last in items]
-
-
-def _class_char(code_point: int) -> str:
-    """A code point as written in a character class: ASCII letters and digits as they are, others as escapes.
-
-    >>> _class_char(0x41), _class_char(0x2D), _class_char(0x3000), _class_char(0x1F600)
-    ('A', '\\\\x2d', '\\\\u3000', '\\\\U0001f600')
-    """
-    if chr(code_point).isascii() and chr(code_point).isalnum():
-        return chr(code_point)
-    if code_point < 0x100:
-        return f"\\x{code_point:02x}"
-    return f"\\u{code_point:04x}" if code_point < 0x10000 else f"\\U{code_point:08x}"
-
-
-def _class_body(ranges: list[tuple[int, int]], below: int) -> str:
+def _class_body(ranges: Ranges, below: int) -> str:
     """The inside of a character class holding the code points of `ranges` that are below `below`.
 
     >>> _class_body([(0x41, 0x5A), (0x2D, 0x2D), (0x10000, 0x1000B)], 0x80)
@@ -78,13 +54,13 @@ def _class_body(ranges: list[tuple[int, int]], below: int) -> str:
     for first, last in ranges:
         last = min(last, below - 1)
         if first < last:
-            parts.append(f"{_class_char(first)}-{_class_char(last)}")
+            parts.append(f"{class_char(first)}-{class_char(last)}")
         elif first == last:
-            parts.append(_class_char(first))
+            parts.append(class_char(first))
     return "".join(parts)
 
 
-_LETTERS, _NUMBERS, _WHITESPACE = _ranges(LETTER_RANGES), _ranges(NUMBER_RANGES), _ranges(WHITESPACE_RANGES)
+_LETTERS, _NUMBERS, _WHITESPACE = CLASSES["L"], CLASSES["N"], CLASSES["s"]
 
 
 def _gpt2_pattern(below: int) -> str:
@@ -95,8 +71,7 @@ def _gpt2_pattern(below: int) -> str:
 
 
 # Pre-tokenizes text without astral characters (all below U+10000) with the pinned classes.
-_BMP_REGEX = re.compile(_gpt2_pattern(_FIRST_ASTRAL))
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_BMP_REGEX = re.compile(_gpt2_pattern(FIRST_ASTRAL))
 
 
 def _astral_stand_ins() -> tuple[list[int], list[str]]:
@@ -107,10 +82,10 @@ def _astral_stand_ins() -> tuple[list[int], list[str]]:
     """
     classed = sorted((first, last, stand_in) for ranges, stand_in in ((_LETTERS, "x"), (_NUMBERS, "0"),
                                                                         (_WHITESPACE, "\t"))
-                     for first, last in ranges if last >= _FIRST_ASTRAL)
-    breaks, stand_ins = [_FIRST_ASTRAL], ["!"]
+                     for first, last in ranges if last >= FIRST_ASTRAL)
+    breaks, stand_ins = [FIRST_ASTRAL], ["!"]
     for first, last, stand_in in classed:
-        breaks += [max(first, _FIRST_ASTRAL), last + 1]
+        breaks += [max(first, FIRST_ASTRAL), last + 1]
         stand_ins += [stand_in, "!"]
     return breaks, stand_ins
 
@@ -118,9 +93,6 @@ def _astral_stand_ins() -> tuple[list[int], list[str]]:
 _ASTRAL_BREAKS, _ASTRAL_STAND_INS = _astral_stand_ins()
 _ASTRAL_BREAKS_ARRAY = np.array(_ASTRAL_BREAKS, dtype=np.uint32)
 _ASTRAL_STAND_INS_ARRAY = np.array(list(map(ord, _ASTRAL_STAND_INS)), dtype=np.uint32)
-# From this length on, text with astral characters gets its stand-ins through numpy (a fixed ~30 us, then a few ns
-# per character) rather than through one `re.sub` callback per astral character (~0.7 us each).
-_MIN_NUMPY_STAND_INS = 2000
 
 
 def _stand_in(match: re.Match[str]) -> str:
@@ -146,10 +118,10 @@ class PinnedGpt2Regex:
 
     def findall(self, text: str) -> list[str]:
         """The GPT-2 pre-tokens of text, as `tokenizers` and tiktoken make them."""
-        if _ASTRAL.search(text) is None:
+        if ASTRAL_REGEX.search(text) is None:
             return _BMP_REGEX.findall(text)
-        if len(text) < _MIN_NUMPY_STAND_INS:
-            pretokens = _BMP_REGEX.findall(_ASTRAL.sub(_stand_in, text))
+        if len(text) < MIN_NUMPY_STAND_INS:
+            pretokens = _BMP_REGEX.findall(ASTRAL_REGEX.sub(_stand_in, text))
             start = 0  # the pattern matches every character: the stand-in text's pre-tokens tile text too
             for index, pretoken in enumerate(pretokens):
                 end = start + len(pretoken)
@@ -157,7 +129,7 @@ class PinnedGpt2Regex:
                 start = end
             return pretokens
         code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).copy()
-        astral = code_points >= _FIRST_ASTRAL
+        astral = code_points >= FIRST_ASTRAL
         code_points[astral] = _ASTRAL_STAND_INS_ARRAY[
             np.searchsorted(_ASTRAL_BREAKS_ARRAY, code_points[astral], side="right") - 1]
         pretokens = _BMP_REGEX.findall(code_points.tobytes().decode("utf-32-le", "surrogatepass"))
@@ -183,8 +155,8 @@ WHITESPACE_CHARS = "".join(chr(code_point) for first, last in _WHITESPACE for co
 # Matches (zero-width) before each safe space: a space followed by a non-whitespace character.
 SAFE_SPACE_REGEX = re.compile("(?= [^" + re.escape(WHITESPACE_CHARS) + "])")
 _WS = "[" + re.escape(WHITESPACE_CHARS) + "]"
-_NON_WS = "[^" + re.escape(WHITESPACE_CHARS) + "]"
-_PIECE = re.compile(f" ?{_NON_WS}+|{_WS}+(?!{_NON_WS})|{_WS}")
+NON_WHITESPACE_CLASS = "[^" + re.escape(WHITESPACE_CHARS) + "]"
+_PIECE = re.compile(f" ?{NON_WHITESPACE_CLASS}+|{_WS}+(?!{NON_WHITESPACE_CLASS})|{_WS}")
 
 # The GPT-2 pattern for ASCII-only strings, where the classes are short (about twice as fast as GPT2_REGEX's BMP
 # pattern). tests/pretokenize/test_gpt2.py checks it.

@@ -45,8 +45,8 @@ from hf_bpe.pretokenize.gpt2 import (
     GPT2_ASCII_REGEX,
     GPT2_PATTERN,
     GPT2_REGEX,
+    NON_WHITESPACE_CLASS,
     SAFE_SPACE_REGEX,
-    WHITESPACE_CHARS,
     safe_segments,
     split_into_pieces,
 )
@@ -77,10 +77,8 @@ PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "gpt
                             "o200k": O200K_PATTERN, "llama3": LLAMA3_PATTERN}
 _PRESET_NAMES = {regex: name for name, regex in reversed(PATTERNS.items())}  # the first name of each text
 
-_WS = "[" + re.escape(WHITESPACE_CHARS) + "]"
-_NON_WS = "[^" + re.escape(WHITESPACE_CHARS) + "]"
 #: Zero-width, before each safe cut of the presets other than GPT-2 (see the module docstring).
-BETWEEN_WORDS_SPACE = re.compile(f"(?<={_NON_WS})(?= {_NON_WS})")
+BETWEEN_WORDS_SPACE = re.compile(f"(?<={NON_WHITESPACE_CLASS})(?= {NON_WHITESPACE_CLASS})")
 # Counting and encoding hand out pre-tokens in lists of about this many when a text is matched in batches.
 _BATCH = 1 << 16
 

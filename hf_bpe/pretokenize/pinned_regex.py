@@ -36,9 +36,9 @@ from hf_bpe.pretokenize.regex_syntax import (
 
 FIRST_ASTRAL = 0x10000
 _ALL = MAX_CODE_POINT + 1
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+ASTRAL_REGEX = re.compile("[\U00010000-\U0010ffff]")
 # From this length on, stand-ins are put in with numpy rather than one `re.sub` callback per astral character.
-_MIN_NUMPY_STAND_INS = 2000
+MIN_NUMPY_STAND_INS = 2000
 _GROUP_OPENINGS = {":": "(?:", "i": "(?:", ">": "(?>", "=": "(?=", "!": "(?!", "<=": "(?<=", "<!": "(?<!"}
 
 
@@ -104,7 +104,12 @@ def _complement_below(ranges: Ranges, below: int) -> Ranges:
     return tuple(result)
 
 
-def _class_char(code_point: int) -> str:
+def class_char(code_point: int) -> str:
+    """A code point as written in a character class: ASCII letters and digits as they are, others as escapes.
+
+    >>> class_char(0x41), class_char(0x2D), class_char(0x3000), class_char(0x1F600)
+    ('A', '\\\\x2d', '\\\\u3000', '\\\\U0001f600')
+    """
     if chr(code_point).isascii() and chr(code_point).isalnum():
         return chr(code_point)
     if code_point < 0x100:
@@ -113,7 +118,7 @@ def _class_char(code_point: int) -> str:
 
 
 def _class_body(ranges: Ranges) -> str:
-    return "".join(_class_char(first) if first == last else f"{_class_char(first)}-{_class_char(last)}"
+    return "".join(class_char(first) if first == last else f"{class_char(first)}-{class_char(last)}"
                    for first, last in ranges)
 
 
@@ -179,7 +184,7 @@ class PinnedRegex:
         """The pre-tokens of `text`: the matches, and the text between them when the pattern leaves some."""
         if text.isascii():
             return self.with_gaps(self.ascii, text, self.ascii.findall(text))
-        if _ASTRAL.search(text) is None:
+        if ASTRAL_REGEX.search(text) is None:
             return self.with_gaps(self.bmp, text, self.bmp.findall(text))
         if not self._has_stand_ins:
             if self._full is None:
@@ -198,9 +203,9 @@ class PinnedRegex:
         return _cut_at(text, list(_spans(regex, text)))
 
     def _with_stand_ins(self, text: str) -> str:
-        if len(text) < _MIN_NUMPY_STAND_INS:
+        if len(text) < MIN_NUMPY_STAND_INS:
             breaks, chosen = self._breaks, self._stand_ins
-            return _ASTRAL.sub(lambda match: chosen[bisect_right(breaks, ord(match.group())) - 1], text)
+            return ASTRAL_REGEX.sub(lambda match: chosen[bisect_right(breaks, ord(match.group())) - 1], text)
         code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).copy()
         astral = code_points >= FIRST_ASTRAL
         code_points[astral] = self._stand_ins_array[
@@ -210,7 +215,7 @@ class PinnedRegex:
     def iter_pretokens(self, text: str, batch: int) -> Iterator[list[str]]:
         """The pre-tokens of `text` in lists of at most `batch`, without ever holding all of them (for a text too long
         to cut, under a pattern that has no safe cuts)."""
-        if text.isascii() or _ASTRAL.search(text) is None:
+        if text.isascii() or ASTRAL_REGEX.search(text) is None:
             regex, searched = (self.ascii if text.isascii() else self.bmp), text
         elif self._has_stand_ins:
             regex, searched = self.bmp, self._with_stand_ins(text)
@@ -252,4 +257,5 @@ def _cut_at(text: str, spans: list[tuple[int, int]]) -> list[str]:
     return [text[start:end] for start, end in spans]
 
 
-__all__ = ["FIRST_ASTRAL", "PinnedRegex", "class_text", "python_pattern", "stand_ins"]
+__all__ = ["ASTRAL_REGEX", "FIRST_ASTRAL", "MIN_NUMPY_STAND_INS", "PinnedRegex", "class_char", "class_text",
+           "python_pattern", "stand_ins"]
