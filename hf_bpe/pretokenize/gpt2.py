@@ -184,18 +184,19 @@ def split_at_safe_spaces(text: str) -> list[str]:
     return SAFE_SPACE_REGEX.split(text)
 
 
-def safe_segments(text: str, size: int) -> Iterator[str]:
+def safe_segments(text: str, size: int, cut: re.Pattern[str] = SAFE_SPACE_REGEX) -> Iterator[str]:
     """`text` cut into segments of at least `size` characters (the last may be shorter), each cut before the first
     safe space at or after that length: no pre-token or piece crosses it (facts 1 and 3), so the segments' pre-tokens
     and pieces are the text's, and a 100 MB document never holds the list of all of them (~60 bytes each) at once.
-    A text with no safe space after `size` (a long word) stays one segment.
+    A text with no safe space after `size` (a long word) stays one segment. `cut` finds (zero-width) the safe cuts
+    of another pattern (`CompiledPattern.safe_cut`).
 
     >>> list(safe_segments("ab cd ef", 2)), list(safe_segments("a b", 8))
     (['ab', ' cd', ' ef'], ['a b'])
     """
     start = 0
     while len(text) - start > size:
-        found = SAFE_SPACE_REGEX.search(text, start + size)
+        found = cut.search(text, start + size)
         if found is None:
             break
         yield text[start:found.start()]

@@ -218,17 +218,10 @@ class CompiledPattern:
     def segments(self, text: str, size: int) -> Iterator[str]:
         """`text` in segments of at least `size` characters cut at safe cuts (see
         hf_bpe.pretokenize.gpt2.safe_segments); the whole text when the pattern has no safe cut."""
-        if self.is_gpt2:
-            yield from safe_segments(text, size)
+        if self.safe_cut is None:
+            yield text
             return
-        start = 0
-        while self.safe_cut is not None and len(text) - start > size:
-            found = self.safe_cut.search(text, start + size)
-            if found is None:
-                break
-            yield text[start:found.start()]
-            start = found.start()
-        yield text[start:] if start else text
+        yield from safe_segments(text, size, SAFE_SPACE_REGEX if self.is_gpt2 else self.safe_cut)
 
     def pretoken_batches(self, text: str, size: int) -> Iterator[list[str]]:
         """The pre-tokens of a long text in lists, one per segment of about `size` characters (without safe cuts,

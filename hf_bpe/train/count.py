@@ -314,8 +314,6 @@ class _FileTask:
 class _BatchTask:
     """Counts a batch (list) of texts, each on its own; its size is the number of texts (`_Batch.texts`)."""
 
-    pattern: str | None = None
-
     def __init__(self, pattern: str | None = None) -> None:
         self.pattern = None if pattern == GPT2_PATTERN else pattern
 

@@ -24,8 +24,6 @@ from hf_bpe.pretokenize import (
     SpecialTokenSplitter,
     compile_pattern,
     resolve_pattern,
-    safe_segments,
-    split_into_pieces,
 )
 
 # A piece table with more entries than this is converted to pre-token counts (about 60 MB of pieces per worker).
@@ -75,24 +73,7 @@ class PieceCounter:
             if self.pieces or self.pretokens:
                 raise ValueError("a PieceCounter counts with one pattern: this one holds counts of another")
             self._pattern = compile_pattern(pattern)
-        if not self._pattern.is_gpt2:
-            self._add_text_with(self._pattern, text)
-            return
-        update = self.pieces.update
-        for document in self._splitter.split(text) if self._splitter else (text,):
-            if len(document) <= SEGMENT_CHARS:
-                update(split_into_pieces(document))
-                continue
-            for segment in safe_segments(document, SEGMENT_CHARS):  # never the list of all its pieces
-                self.pieces.update(split_into_pieces(segment))
-                if len(self.pieces) > self.max_pieces:
-                    self.flush()  # a new piece table
-            update = self.pieces.update
-        if len(self.pieces) > self.max_pieces:
-            self.flush()
-
-    def _add_text_with(self, compiled: CompiledPattern, text: str) -> None:
-        """`add_text` for a pattern other than GPT-2's (see the module docstring)."""
+        compiled = self._pattern
         for document in self._splitter.split(text) if self._splitter else (text,):
             if len(document) <= SEGMENT_CHARS:
                 self.pieces.update(compiled.pieces(document))
@@ -102,7 +83,7 @@ class PieceCounter:
                 for pieces in parts:  # never the list of all the document's pieces
                     self.pieces.update(pieces)
                     if len(self.pieces) > self.max_pieces:
-                        self.flush()
+                        self.flush()  # a new piece table
         if len(self.pieces) > self.max_pieces:
             self.flush()
 

@@ -486,6 +486,7 @@ class StartCountingTask(hf_bpe.train.count._BatchTask):
     def __init__(self) -> None:
         import multiprocessing
 
+        super().__init__()
         self.started = multiprocessing.Value("i", 0)
 
     def __call__(self, counter: PieceCounter, batch: list[str]) -> int:
