@@ -9,7 +9,6 @@ import datetime
 import json
 import os
 import platform
-import resource
 import sys
 import time
 from collections import Counter
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe.common.errors import InputError, describe_os_error
+from hf_bpe.common.parallel import peak_memory_bytes
 
 DEFAULT_SPECIAL_TOKENS = ["<|endoftext|>"]
 DEFAULT_VOCAB_SIZE = 8192
@@ -263,12 +263,6 @@ def local_bytes(inputs: list[str | Path]) -> int | None:
         return sum(map(os.path.getsize, inputs))
     except OSError:
         return None
-
-
-def peak_memory_bytes() -> int:
-    """The peak resident memory of this process or of its largest finished child (a counting worker), in bytes."""
-    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, kilobytes elsewhere
 
 
 def describe_hardware() -> str:

@@ -301,6 +301,14 @@ def _add_offset(value: int) -> int:
     return value + worker_state()["offset"]
 
 
-__all__ = ["children_exit_with_this_process", "default_num_workers", "exit_with_parent",
+def peak_memory_bytes() -> int:
+    """The peak resident memory of this process or of its largest finished child (a worker process), in bytes."""
+    import resource
+
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, kilobytes elsewhere
+
+
+__all__ = ["children_exit_with_this_process", "default_num_workers", "exit_with_parent", "peak_memory_bytes",
            "leave_interrupts_to_the_parent", "multiprocessing_context", "process_pool", "progress_bar",
            "progress_from_workers", "start_workers", "worker_state", "WorkerProgress"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import operator
 import os
-import resource
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,6 +17,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
+from hf_bpe.common.parallel import peak_memory_bytes
 from hf_bpe.formats.gpt2 import str_to_token, unicode_to_bytes
 from hf_bpe.pretokenize import resolve_pattern, validate_special_tokens
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
@@ -108,7 +108,7 @@ def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: 
     if verbose:
         print(f"hf_bpe: {distinct:,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
               f"{len(merges):,} merges in {time.perf_counter() - start:.2f} s, "
-              f"peak memory {_peak_memory_mb():,.0f} MB", file=sys.stderr)
+              f"peak memory {peak_memory_bytes() / (1 << 20):,.0f} MB", file=sys.stderr)
     return vocab, merges
 
 
@@ -181,7 +181,3 @@ def _check_counts(counts: Mapping[bytes, int], special_tokens: list[str]) -> Non
             raise ValueError(f"count of pre-token {token!r} must be positive, got {count}")
 
 
-def _peak_memory_mb() -> float:
-    """Peak resident memory of this process and of its finished children (counting workers), in MB."""
-    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, kilobytes elsewhere
