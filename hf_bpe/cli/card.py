@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hf_bpe.cli.options import add_progress_argument
 from hf_bpe.evaluation.card import write_model_card
 
 
@@ -41,8 +42,7 @@ def add_card_arguments(parser: argparse.ArgumentParser) -> None:
                         help="language code for the card's metadata (ISO 639-1, e.g. en); repeat for several")
     parser.add_argument("--title", help="the card's heading (default: 'Byte-level BPE tokenizer')")
     add_card_metadata_arguments(parser)
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
-                                                                     "terminal)")
+    add_progress_argument(parser)
 
 
 def add_baseline_argument(parser: argparse.ArgumentParser, default: Sequence[str] = ()) -> None:

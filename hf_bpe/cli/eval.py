@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from hf_bpe.cli.options import add_progress_argument, check_workers
 from hf_bpe.common.errors import InputError
 
 EVAL_DESCRIPTION = (
@@ -45,8 +46,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
                         help="invalid UTF-8 in a corpus: stop and name the byte offset (strict, the default), or read "
                              "bad bytes as U+FFFD (replace)")
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
-                                                                     "terminal)")
+    add_progress_argument(parser)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -59,8 +59,7 @@ def run_eval(args: argparse.Namespace) -> int:
     baselines = chosen_baselines(args)
     if not args.directories and not baselines:
         raise InputError("give at least one tokenizer: a DIR or a --baseline")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}")
+    check_workers(args.workers)
     check_corpora(args.corpora)
     for path, flag in ((args.json_path, "--json"), (args.plot, "--plot")):
         if path is not None:

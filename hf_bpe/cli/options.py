@@ -1,4 +1,5 @@
-"""Options that several commands share: where a dataset comes from, and which engine runs the work.
+"""Options that several commands share: where a dataset comes from, which engine runs the work, how many worker
+processes, progress bars.
 """
 
 from __future__ import annotations
@@ -42,3 +43,15 @@ def check_engine_arguments(args: argparse.Namespace) -> None:
     if args.ray_address is not None and args.engine != "ray":
         raise InputError("--ray-address needs --engine ray")
     check_engine(args.engine, args.ray_address, asked_as="--engine ray")
+
+
+def add_progress_argument(parser: argparse.ArgumentParser) -> None:
+    """`--no-progress`, for the commands whose bars show only on a terminal."""
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
+                                                                     "terminal)")
+
+
+def check_workers(workers: int | None) -> None:
+    """InputError for a `--workers` below 1 (None: the default)."""
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")

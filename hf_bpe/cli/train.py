@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hf_bpe.cli.options import add_progress_argument, check_workers
 from hf_bpe.common.errors import InputError, describe_os_error
 from hf_bpe.common.parallel import peak_memory_bytes
 
@@ -71,8 +72,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_card_metadata_arguments(parser.add_argument_group("model card"))
     parser.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress bars (default: shown on a "
-                                                                     "terminal)")
+    add_progress_argument(parser)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -167,8 +167,7 @@ def training_special_tokens(args: argparse.Namespace) -> list[str]:
 
 def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
     """The checks on `hf-bpe train`'s own options that need no file to be read."""
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}")
+    check_workers(args.workers)
     if source is not None:
         if args.inputs:
             raise InputError("give INPUT files or --dataset, not both")
