@@ -23,6 +23,7 @@ import numpy as np
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
 from hf_bpe.data.sources import (
+    DatasetSource,
     check_text,
     missing_column_error,
 )
@@ -105,8 +106,9 @@ class ArrayTokenizer:
         from hf_bpe.formats.hf_directory import load_tokenizer_directory
 
         directory = Path(tokenizer_dir)
+        files_digest = _files_digest(directory)  # a missing file is named as the hash has always named it
         vocab, merges, special_tokens = loaded = load_tokenizer_directory(directory)
-        sha256 = tokenizer_directory_hash(directory, loaded.pattern)
+        sha256 = _with_pattern(files_digest, loaded.pattern)  # (tokenizer.json is parsed once)
         vocab_size = max(vocab) + 1
         eot_id = eot_token_id(directory, vocab, special_tokens)
         if append_eot and eot_id is None:
@@ -115,14 +117,31 @@ class ArrayTokenizer:
         return cls(directory, sha256, vocab_size, np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32), eot_id,
                    HFBPEEncoder(vocab, merges, special_tokens if allow_special else (), loaded.pattern))
 
+    def made_from(self, source: DatasetSource, append_eot: bool, allow_special: bool) -> dict[str, Any]:
+        """The fields of a token array's metadata (`S.json`) that say what it was encoded from and how: the same for
+        both engines."""
+        from hf_bpe._version import __version__
 
-def tokenizer_directory_hash(directory: PathArg, pattern: str | None = None) -> str:
+        return {"eot_id": self.eot_id, "append_eot": append_eot, "allow_special": allow_special,
+                "vocab_size": self.vocab_size, "tokenizer": str(self.directory), "tokenizer_sha256": self.sha256,
+                "dataset": source.name, "config": source.config, "data_files": list(source.data_files),
+                "split": source.split, "text_column": source.text_column, "hf_bpe_version": __version__}
+
+
+def tokenizer_directory_hash(directory: PathArg) -> str:
     """sha256 over the files that define a tokenizer: vocab.json, merges.txt and tokenizer_config.json, and the
     pre-tokenization pattern of tokenizer.json when it is not GPT-2's (so directories of GPT-2's pattern hash as
-    they did before patterns were kept). `pattern`, when the caller has read it already, is that pattern.
+    they did before patterns were kept).
 
     Each file's name and length go in before its bytes, so no two different directories hash alike.
     """
+    from hf_bpe.formats.hf_directory import read_directory_pattern
+
+    return _with_pattern(_files_digest(directory), read_directory_pattern(directory))
+
+
+def _files_digest(directory: PathArg) -> Any:
+    """`tokenizer_directory_hash`'s sha256 object after the files; an InputError naming a missing one."""
     digest = hashlib.sha256()
     for name in HASHED_TOKENIZER_FILES:
         path = Path(directory) / name
@@ -133,12 +152,16 @@ def tokenizer_directory_hash(directory: PathArg, pattern: str | None = None) -> 
                              f"(vocab.json, merges.txt, tokenizer_config.json)") from None
         digest.update(f"{name}\0{len(content)}\0".encode())
         digest.update(content)
-    from hf_bpe.formats.hf_directory import read_directory_pattern
+    return digest
+
+
+def _with_pattern(digest: Any, pattern: str) -> str:
+    """`tokenizer_directory_hash` from the files' digest and the directory's pattern."""
     from hf_bpe.pretokenize import GPT2_PATTERN
 
-    pattern_bytes = (read_directory_pattern(directory) if pattern is None else pattern).encode()
-    if pattern_bytes != GPT2_PATTERN.encode():
-        digest.update(b"pattern\0%d\0%s" % (len(pattern_bytes), pattern_bytes))
+    if pattern != GPT2_PATTERN:
+        encoded = pattern.encode()
+        digest.update(b"pattern\0%d\0%s" % (len(encoded), encoded))
     return digest.hexdigest()
 
 

@@ -83,7 +83,6 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
     >>> meta["dtype"], meta["num_documents"]  # doctest: +SKIP
     ('uint16', 2)
     """
-    from hf_bpe._version import __version__
 
     if num_proc < 1:
         raise InputError(f"--num-proc must be at least 1, got {num_proc}")
@@ -114,14 +113,8 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
             if num_documents == 0:
                 raise source.no_rows_error()
             num_tokens = temporary_bin.stat().st_size // dtype.itemsize
-            metadata = {
-                "dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
-                "eot_id": eot_id, "append_eot": append_eot, "allow_special": allow_special,
-                "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer_dir),
-                "tokenizer_sha256": tokenizer_hash,
-                "dataset": dataset, "config": config, "data_files": list(data_files or []), "split": split,
-                "text_column": text_column, "hf_bpe_version": __version__,
-            }
+            metadata = {"dtype": dtype.name, "num_tokens": num_tokens, "num_documents": num_documents,
+                        **tokenizer.made_from(source, append_eot, allow_special)}
             temporary_meta = work_dir / meta_path.name
             temporary_meta.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
             _publish(temporary_bin, temporary_meta, bin_path, meta_path, force)

@@ -80,7 +80,6 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
     accepted for the local engine's sake: the actors encode in groups of text (`BatchFlattener.encode_table`).
     Returns the metadata written.
     """
-    from hf_bpe._version import __version__
 
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
@@ -118,11 +117,8 @@ def tokenize_dataset_ray(tokenizer_dir: str | os.PathLike[str], dataset: str, ou
         metadata = {
             "layout": LAYOUT, "dtype": tokenizer.dtype.name, "num_tokens": sum(record.num_tokens for record in records),
             "num_documents": sum(record.num_documents for record in records),
-            "eot_id": tokenizer.eot_id, "append_eot": append_eot, "allow_special": allow_special,
-            "vocab_size": tokenizer.vocab_size, "tokenizer": str(tokenizer.directory),
-            "tokenizer_sha256": tokenizer.sha256, "dataset": dataset, "config": config,
-            "data_files": list(data_files or []), "split": split, "text_column": text_column,
-            "hf_bpe_version": __version__, "documents_per_shard": manifest.job["documents_per_shard"],
+            **tokenizer.made_from(source, append_eot, allow_special),
+            "documents_per_shard": manifest.job["documents_per_shard"],
             "shard_bytes": manifest.job["shard_bytes"], "shards": shard_list(split, records), "concatenated": None,
         }
         if concatenate:
