@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Union
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.outputs import publish_file
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -201,14 +202,15 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
     return write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
 
-def write_atomically(path: PathArg, write: Callable[[Path], object]) -> Path:
+def write_atomically(path: PathArg, write: Callable[[Path], object], replace: bool = True) -> Path:
     """Have `write` write a temporary file beside `path`, then rename it to `path`: readers see the old file or the
-    whole new one, never a part. The temporary file is removed if `write` fails."""
+    whole new one, never a part. The temporary file is removed if `write` fails. Without `replace`, an existing
+    `path` (one that appeared meanwhile too) is never replaced: FileExistsError (`publish_file`)."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         write(temporary)
-        os.replace(temporary, path)
+        publish_file(temporary, path, replace)
     finally:
         temporary.unlink(missing_ok=True)
     return path

@@ -43,8 +43,7 @@ from itertools import repeat
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.files import read_small_bytes
-from hf_bpe.common.outputs import publish_file
+from hf_bpe.common.files import read_small_bytes, write_atomically
 from hf_bpe.pretokenize import validate_special_tokens
 
 #: The largest rank (token id) accepted: tiktoken's ranks are 32-bit, and hf_bpe's id arrays keep 2**32 - 1 apart.
@@ -245,17 +244,12 @@ def write_tiktoken_file(path: str | os.PathLike[str], vocab: Mapping[int, bytes]
     if missing:
         raise ValueError(f"the vocab has no token for {_describe_bytes(missing)}, and a .tiktoken file needs all 256 "
                          f"single bytes")
-    ordered = sorted(ranks.items(), key=lambda item: item[1])
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        temporary.write_text("".join(f"{base64.b64encode(token).decode('ascii')} {rank}\n" for token, rank in ordered),
-                             encoding="ascii")
-        publish_file(temporary, path, replace)  # never over a file that appeared meanwhile, unless `replace`
+    text = "".join(f"{base64.b64encode(token).decode('ascii')} {rank}\n"
+                   for token, rank in sorted(ranks.items(), key=lambda item: item[1]))
+    try:  # never over a file that appeared meanwhile, unless `replace`
+        return write_atomically(path, lambda temporary: temporary.write_text(text, encoding="ascii"), replace)
     except FileExistsError:
         raise InputError(f"{path}: exists (pass replace=True to replace it)") from None
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
 
 
 def _describe_bytes(values: list[int]) -> str:
