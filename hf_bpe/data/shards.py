@@ -29,14 +29,12 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.files import write_text_atomically
-
-PathArg = Union[str, "os.PathLike[str]"]
+from hf_bpe.common.files import PathArg, write_text_atomically
 
 LAYOUT = "shards"
 MANIFEST_NAME = "manifest.json"
