@@ -15,7 +15,7 @@ its counts differ from the files' where a pre-token spans lines), to show that c
 split at <|endoftext|>, the whole corpus in memory: not for gigabytes), checks that the counts are equal, and
 prints the speed-up over it. The Linux corpus (1.2 GB) takes several minutes per run on 2 cores:
 
-    python scripts/bench_count.py /work/corpora/linux_code.txt --rounds 1
+    python scripts/bench_count.py $LINUX --rounds 1
 """
 
 from __future__ import annotations

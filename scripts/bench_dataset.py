@@ -1,7 +1,7 @@
 """Benchmark the dataset tokenization pipeline with several encoders: hf_bpe, tiktoken and the HF fast tokenizer.
 
     python scripts/bench_dataset.py ../shared/corpora/en_pydocs.txt --tokenizer tok/ --num-proc 2
-    python scripts/bench_dataset.py /work/corpora/linux_code.txt --jsonl /work/corpora/linux_code.jsonl \\
+    python scripts/bench_dataset.py $LINUX --jsonl $LINUX_JSONL \\
         --tokenizer gpt2-dir/ --num-proc 2 --encoders hf_bpe tiktoken-1 --repeat 2
 
 DATA_FILE is a text file of documents separated by `<|endoftext|>` (or a .jsonl file with a "text" column). It is

@@ -1,8 +1,8 @@
 """Benchmark `hf_bpe.encode.merge_kernels.merge_batch_packed` on the distinct pre-tokens of real corpora, as the
 encoder meets them.
 
-    python scripts/bench_merge.py /work/shared/corpora/*.txt
-    python scripts/bench_merge.py /work/corpora/linux_300mb.txt --megabytes 100
+    python scripts/bench_merge.py $SHARED/corpora/*.txt
+    python scripts/bench_merge.py $LINUX_300MB --megabytes 100
 
 Each corpus is read (its first --megabytes only, if given), split into documents at <|endoftext|> and pre-tokenized;
 its distinct pre-tokens, in first-seen order (the order in which a one-pass encoder meets them, each once), are

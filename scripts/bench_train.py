@@ -1,11 +1,11 @@
 """Benchmark hf_bpe's `train_bpe` against HF tokenizers' BpeTrainer, rustbpe and bpeasy, and the merge loop's variants.
 
-    python scripts/bench_train.py /work/shared/corpora/*.txt --vocab-size 10000 --repeats 3
+    python scripts/bench_train.py $SHARED/corpora/*.txt --vocab-size 10000 --repeats 3
     python scripts/bench_train.py $SHARED/corpora/multi_manpages.txt --vocab-size 32000 --repeats 3 \
         --tools hf_bpe rustbpe hf_tokenizers bpeasy --json train.json
-    python scripts/bench_train.py /work/corpora/linux_code.txt --vocab-size 32000 --repeats 1 --queues
-    python scripts/bench_train.py /work/corpora/linux_x4.txt --vocab-size 32000 --repeats 1 --tools hf_bpe
-    python scripts/bench_train.py /work/corpora/linux_code.jsonl --vocab-size 32000 --repeats 1 --tools hf_bpe_stream
+    python scripts/bench_train.py $LINUX --vocab-size 32000 --repeats 1 --queues
+    python scripts/bench_train.py $LINUX_X4 --vocab-size 32000 --repeats 1 --tools hf_bpe
+    python scripts/bench_train.py $LINUX_JSONL --vocab-size 32000 --repeats 1 --tools hf_bpe_stream
 
 Each training runs in a fresh subprocess. Reported per run: wall time of the training call (in the child, imports
 excluded) and the peak resident memory of the child's whole process tree (the child and its worker processes,

@@ -1,6 +1,6 @@
 """Train the tokenizers we recommend and regenerate their model cards in model_cards/<name>/README.md.
 
-    python scripts/make_model_cards.py --shared /work/shared/corpora [--only python-docs-8k]
+    python scripts/make_model_cards.py --shared $SHARED/corpora [--only python-docs-8k]
 
 Each tokenizer is trained with `hf-bpe train` (hf_bpe.train_bpe, then save_tokenizer_directory and
 hf_bpe_training.json, token_counts.npy) into a temporary directory; the card is then rewritten with its evaluation

@@ -6,6 +6,8 @@ from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
+# The shared benchmark corpora, beside the checkout (docs/corpora.md); tests that need them skip without them.
+SHARED_CORPORA = REPO.parent / "shared" / "corpora"
 
 
 def load_script(name: str) -> ModuleType:

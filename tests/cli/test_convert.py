@@ -20,11 +20,10 @@ import tiktoken
 from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe_from_iterator
 from hf_bpe.cli.main import main
 from hf_bpe.formats.tiktoken_files import read_tiktoken_ranks
-from tests import FIXTURES, REPO
+from tests import FIXTURES, SHARED_CORPORA
 from tests.formats.test_tiktoken_files import CL100K_SHA256, CL100K_SPECIALS, cl100k_file
 
 PYTHON = os.environ.get("HF_BPE_PYTHON", sys.executable)  # .ci/transformers4.sh points it at transformers 4
-SHARED_CORPORA = REPO.parent / "shared" / "corpora"
 SPECIAL_OPTIONS = [option for token, token_id in CL100K_SPECIALS.items()
                    for option in ("--special-token", f"{token}={token_id}")]
 TRICKY = ["I'LL don't WE'Ve 12345678 x\r\n\r\n  \n\t!Hello ?über 'Sup\n", "\u00a0\u00a0a \u3000b\u2028\r\n \x85x 1½²",

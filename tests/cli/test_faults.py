@@ -20,7 +20,7 @@ import pytest
 from hf_bpe.data.load import load_tokens
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
-from tests import FIXTURES, REPO
+from tests import FIXTURES, REPO, SHARED_CORPORA
 from tests.cli.faults import (
     EOT,
     assert_no_process_left,
@@ -38,9 +38,9 @@ from tests.cli.faults import (
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc: Linux")
 
 # Long enough that counting it with two workers is still going when the test acts on it.
-LARGE_CORPUS = Path("/work/shared/corpora/en_pydocs.txt")
+LARGE_CORPUS = SHARED_CORPORA / "en_pydocs.txt"
 # Long enough that encoding it for a model card takes many seconds.
-EVAL_CORPUS = Path("/work/shared/corpora/en_gcide.txt")
+EVAL_CORPUS = SHARED_CORPORA / "en_gcide.txt"
 needs_corpora = pytest.mark.skipif(not LARGE_CORPUS.is_file() or not EVAL_CORPUS.is_file(),
                                    reason="needs the shared corpora")
 
@@ -67,6 +67,13 @@ DOCUMENTS = 4_000
 
 def train_arguments(corpus: Path, out: Path, *extra: str) -> list[str]:
     return ["train", str(corpus), "--vocab-size", "300", "--out", str(out), "--no-progress", *extra]
+
+
+def train_with_two_workers_started(out: Path) -> subprocess.Popen:
+    """`hf-bpe train` of the large corpus into `out` with 2 counting workers, once both have started."""
+    run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2"))
+    wait_for(lambda: len(children_of(run.pid)) >= 2, 60, "the counting workers started", run)
+    return run
 
 
 def ids_written(out: Path) -> bool:
@@ -139,8 +146,7 @@ def test_sigkill_of_tokenize_dataset_kills_its_workers_and_the_next_run_removes_
 @needs_corpora
 def test_sigkill_of_train_while_counting_kills_its_workers_and_the_next_run_removes_the_leftovers(tmp_path):
     out = tmp_path / "tok"
-    run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2"))
-    wait_for(lambda: len(children_of(run.pid)) >= 2, 60, "the counting workers started", run)
+    run = train_with_two_workers_started(out)
     run.send_signal(signal.SIGKILL)
     run.wait()
     assert_no_process_left(run.pid)
@@ -160,8 +166,7 @@ def test_sigkill_of_train_while_counting_kills_its_workers_and_the_next_run_remo
                                                          "to the command only, as Kubernetes sends it"])
 def test_sigterm_while_train_counts(to_group, tmp_path):
     out = tmp_path / "tok"
-    run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2"))
-    wait_for(lambda: len(children_of(run.pid)) >= 2, 60, "the counting workers started", run)
+    run = train_with_two_workers_started(out)
     (os.killpg if to_group else os.kill)(run.pid, signal.SIGTERM)
     assert one_line(finish(run)) == "hf-bpe train: terminated (SIGTERM); nothing was written"
     assert run.returncode == 143
@@ -206,8 +211,7 @@ def test_sigterm_while_card_evaluates(tmp_path):
 @needs_corpora
 def test_a_counting_worker_killed_by_the_oom_killer_is_one_line(tmp_path):
     out = tmp_path / "tok"
-    run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2"))
-    wait_for(lambda: len(children_of(run.pid)) >= 2, 60, "the counting workers started", run)
+    run = train_with_two_workers_started(out)
     os.kill(children_of(run.pid)[0], signal.SIGKILL)  # what the out-of-memory killer sends
     message = one_line(finish(run))
     assert re.fullmatch(r"hf-bpe train: error: a pre-token counting worker process died \(killed by SIGKILL, which "

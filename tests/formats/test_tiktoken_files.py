@@ -26,7 +26,7 @@ from hf_bpe.formats.tiktoken_files import (
     tiktoken_ranks,
     write_tiktoken_file,
 )
-from tests import FIXTURES, REPO
+from tests import FIXTURES, SHARED_CORPORA
 
 
 def cl100k_file() -> Path:
@@ -39,7 +39,6 @@ def cl100k_file() -> Path:
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"  # the hash tiktoken checks
 CL100K_SPECIALS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
                    "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
-SHARED_CORPORA = REPO.parent / "shared" / "corpora"
 CORPUS_SLICE_BYTES = 2_000_000
 
 
