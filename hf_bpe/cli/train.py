@@ -76,18 +76,16 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from hf_bpe._version import __version__
     from hf_bpe.cli.options import check_engine_arguments
     from hf_bpe.common.outputs import staging_directory
     from hf_bpe.common.parallel import default_num_workers
     from hf_bpe.data.sources import DatasetSource
+    from hf_bpe.encode.tokenizer import Tokenizer
     from hf_bpe.evaluation.card import TRAINING_INFO_FILE, check_card_metadata, write_model_card
-    from hf_bpe.evaluation.token_counts import (
-        count_training_tokens,
-        save_token_counts,
-        summary_note,
-        token_counts_record,
-    )
+    from hf_bpe.evaluation.token_counts import COUNT_DTYPE, save_token_counts, summary_note, token_counts_record
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import train_bpe_from_counts
@@ -109,9 +107,12 @@ def run_train(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
         counting_seconds = time.perf_counter() - start
-        vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress)
+        # For the under-trained tokens: the merge loop's final segmentation of the corpus, as the tokenizer encodes it.
+        token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
+        vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress,
+                                              token_counts=token_counts)
         training_seconds = time.perf_counter() - start
-        token_counts = count_training_tokens(vocab, merges, special_tokens, counts)  # for under-trained tokens
+        token_counts = token_counts[:len(vocab)]
         peak_memory_mb = peak_memory_bytes() / 1e6
         if len(vocab) < args.vocab_size:
             print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
@@ -142,7 +143,8 @@ def run_train(args: argparse.Namespace) -> int:
                                      pattern=pattern)
             save_token_counts(staging, token_counts)
             (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
-            write_model_card(staging, training_info=training_info, plots=False)
+            write_model_card(staging, training_info=training_info, plots=False, token_counts=token_counts,
+                             tokenizer=Tokenizer(vocab, merges, special_tokens, pattern=pattern))
         except OSError as error:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None

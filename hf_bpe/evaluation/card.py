@@ -78,8 +78,8 @@ class CardData:
 def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
                      title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None,
-                     baselines: Sequence[str] = DEFAULT_BASELINES, plots: bool = True, progress: bool | None = False
-                     ) -> Path:
+                     baselines: Sequence[str] = DEFAULT_BASELINES, plots: bool = True, progress: bool | None = False,
+                     tokenizer: Any = None, token_counts: np.ndarray | None = None) -> Path:
     """Write `directory/README.md` (atomically) describing the tokenizer saved there, and return its path.
 
     `training_info` defaults to `directory/hf_bpe_training.json` (written by `hf-bpe train`); whatever is missing is
@@ -89,12 +89,15 @@ def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     that `hf-bpe train` stores (`hf_bpe.evaluation.token_counts`). With `plots` and matplotlib installed, PNG plots
     are drawn into the directory and shown in the card; without matplotlib the card says how to get them.
     `license` (a Hub license id) and `datasets` (Hub dataset ids) go into the metadata header; they default to the
-    `license` and `dataset_names` of the training record.
+    `license` and `dataset_names` of the training record. `tokenizer` (an `hf_bpe.Tokenizer`) and `token_counts`
+    are what the directory holds, when the caller has them at hand (`hf-bpe train`, which has just saved them):
+    by default they are read from the directory.
     """
     from hf_bpe.evaluation.plots import matplotlib_available
 
     data = gather_card_data(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
-                            title=title, license=license, datasets=datasets, baselines=baselines, progress=progress)
+                            title=title, license=license, datasets=datasets, baselines=baselines, progress=progress,
+                            tokenizer=tokenizer, token_counts=token_counts)
     images = _draw_plots(data) if plots and matplotlib_available() else None
     return write_text_atomically(data.directory / "README.md", _render(data, images, plots))
 
@@ -107,8 +110,10 @@ def render_model_card(directory: PathArg, **options: Any) -> str:
 def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (), language: Sequence[str] = (),
                      training_info: dict[str, Any] | None = None, title: str | None = None,
                      license: str | None = None, datasets: Sequence[str] | None = None,
-                     baselines: Sequence[str] = DEFAULT_BASELINES, progress: bool | None = False) -> CardData:
-    """Check the options and the directory, then evaluate the corpora (the long part) for `write_model_card`."""
+                     baselines: Sequence[str] = DEFAULT_BASELINES, progress: bool | None = False,
+                     tokenizer: Any = None, token_counts: np.ndarray | None = None) -> CardData:
+    """Check the options and the directory, then evaluate the corpora (the long part) for `write_model_card`; the
+    tokenizer and the token counts are read from the directory unless given."""
     from hf_bpe.evaluation.baselines import NamedTokenizer, load_directory_tokenizer, resolve_baseline
     from hf_bpe.evaluation.evaluate import check_corpora, evaluate
     from hf_bpe.evaluation.token_counts import load_token_counts
@@ -121,8 +126,10 @@ def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     license = license if license is not None else info.get("license")
     datasets = list(datasets if datasets is not None else info.get("dataset_names") or [])
     check_card_metadata(license, datasets)
-    tokenizer = load_directory_tokenizer(directory)
-    token_counts = load_token_counts(directory, info, tokenizer.vocab_size)
+    if tokenizer is None:
+        tokenizer = load_directory_tokenizer(directory)
+    if token_counts is None:
+        token_counts = load_token_counts(directory, info, tokenizer.vocab_size)
     evaluations = []
     if eval_corpora:
         check_corpora(eval_corpora)

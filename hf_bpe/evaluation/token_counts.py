@@ -6,11 +6,12 @@ trained on similar text barely sees it, so its embedding stays near its random s
 can derail the model: the "glitch tokens" such as ` SolidGoldMagikarp` (Land and Bartolo 2024, "Fishing for
 Magikarp: Automatically Detecting Under-trained Tokens in Large Language Models", arXiv:2405.05417).
 
-At the end of training the pre-token counts are at hand, so the exact count of every token in the final segmentation
-of the training corpus costs one batch merge of the distinct pre-tokens (`count_tokens_of_pretokens`): each
-pre-token's tokens, times its count. Special tokens split documents and are not part of any pre-token: their counts
-are 0 (not counted). `hf-bpe train` stores the counts as `token_counts.npy` (uint64, indexed by token id) and names
-the file in `hf_bpe_training.json`.
+The exact count of every token in the final segmentation of the training corpus is each distinct pre-token's tokens,
+times its count. The merge loop ends holding that segmentation, so `hf-bpe train` takes the counts from it
+(`train_bpe_from_counts(..., token_counts=...)`); for any tokenizer and pre-token counts, `count_tokens_of_pretokens`
+encodes the distinct pre-tokens in one batch merge, with the same result. Special tokens split documents and are not
+part of any pre-token: their counts are 0 (not counted). `hf-bpe train` stores the counts as `token_counts.npy`
+(uint64, indexed by token id) and names the file in `hf_bpe_training.json`.
 
 >>> from hf_bpe.encode.tokenizer import Tokenizer
 >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}, [(b"a", b"b"),

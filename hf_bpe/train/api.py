@@ -77,27 +77,40 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
-                          *, progress: bool | None = None, verbose: bool = False, pattern: str | None = None
-                          ) -> tuple[Vocab, Merges]:
+                          *, progress: bool | None = None, verbose: bool = False, pattern: str | None = None,
+                          token_counts: np.ndarray | None = None) -> tuple[Vocab, Merges]:
     """Train on pre-token counts, e.g. from `hf_bpe.train.count.count_pretokens`: {pre-token bytes: occurrences}.
 
     `pattern`, the pattern the counts were made with, is only checked (InputError for a bad one): the counts are
-    already pre-tokens.
+    already pre-tokens. `token_counts`, a uint64 array of `vocab_size` zeros, receives how often each token id occurs
+    when the pre-tokens are encoded with the trained tokenizer, each times its count (special tokens: 0): the merge
+    loop's final segmentation, with no encoding (`hf_bpe.evaluation.token_counts`).
 
     >>> train_bpe_from_counts({b"aaaa": 2, b"ab": 1}, 258)[1]
     [(b'a', b'a'), (b'aa', b'aa')]
+    >>> counts = np.zeros(258, dtype=np.uint64)
+    >>> _ = train_bpe_from_counts({b"aaaa": 2, b"ab": 1, b"b": 4}, 258, token_counts=counts)
+    >>> counts[[97, 98, 256, 257]].tolist()
+    [1, 5, 0, 2]
     """
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
     resolve_pattern(pattern)
     _check_counts(counts, specials)
-    return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0)
+    if token_counts is not None:
+        if token_counts.shape != (vocab_size,) or token_counts.dtype != np.uint64:
+            raise ValueError(f"token_counts must be a uint64 array of vocab_size ({vocab_size}) entries")
+        for token, count in counts.items():
+            if len(token) == 1:  # single bytes never take part in a pair: the merge loop does not hold them
+                token_counts[token[0]] += count
+    return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0,
+                  token_counts=token_counts)
 
 
 def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: bool | None,
-           verbose: bool, counting_seconds: float) -> tuple[Vocab, Merges]:
+           verbose: bool, counting_seconds: float, token_counts: np.ndarray | None = None) -> tuple[Vocab, Merges]:
     start = time.perf_counter()
     distinct = words.distinct
-    id_merges = _merge(words, vocab_size - 256 - len(special_tokens), progress)
+    id_merges = _merge(words, vocab_size - 256 - len(special_tokens), progress, token_counts=token_counts)
     vocab: Vocab = {byte: bytes([byte]) for byte in range(256)}
     merges: Merges = []
     for left, right in id_merges:

@@ -235,6 +235,25 @@ class FlatCorpus:
             entry = np.frombuffer(entry, dtype=np.int32)
         return self._merge_with_numpy(entry, pair, new_token)
 
+    def add_token_counts(self, counts: np.ndarray) -> None:
+        """Add into `counts` (uint64, indexed by token id) how often each token occurs in the words as they are now,
+        each word weighted by its frequency: after the last merge, the tokens of the counted corpus as the trained
+        tokenizer encodes it (the encoder applies the merges in rank order, as the merge loop did). Exact: uint64
+        additions, block by block (`INDEX_BLOCK` positions), so the temporary arrays stay small.
+
+        >>> corpus = FlatCorpus(*words_of({b"abab": 2, b"ab": 1}))
+        >>> _ = corpus.merge("ab", chr(256))
+        >>> counts = np.zeros(257, dtype=np.uint64)
+        >>> corpus.add_token_counts(counts)
+        >>> int(counts[256]), int(counts.sum())
+        (5, 5)
+        """
+        for start in range(0, len(self.symbols), INDEX_BLOCK):
+            symbols = self.symbols[start:start + INDEX_BLOCK]
+            live = np.flatnonzero(symbols >= 0)
+            weights = self.frequencies[self.word_of[start:start + INDEX_BLOCK][live]]
+            np.add.at(counts, symbols[live], weights.astype(np.uint64))
+
     def _merge_in_python(self, candidates: Iterable[int], pair: str, new_token: str) -> dict[str, int]:
         """Merge the valid candidates one by one, left to right, updating counts from each one's neighbours."""
         symbols, next_positions, previous_positions = self.symbol_array, self.next_array, self.previous_array

@@ -92,16 +92,28 @@ def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | N
 
 
 class _Words:
-    """The distinct pre-tokens of two or more bytes end to end (`data`), with their `lengths` and `frequencies`
-    (int64): all the merge loop needs of the counts, so the counts can be freed before it starts.
+    """The merge loop's start state: the distinct pre-tokens of two or more tokens end to end (`data`), with their
+    `lengths` and `frequencies` (int64), all the merge loop needs of the counts, so the counts can be freed before
+    it starts; and the tokens they are made of.
+
+    - Plain training (`of_counts`): `data` is the words' bytes, each byte its own token id; `token_bytes` is None,
+      meaning the 256 bytes, and the first new token is 256.
+    - Continuing from a base tokenizer (`hf_bpe.train.extend.base_words`): `data` is an int32 array of the base's
+      token ids, the words as the base encodes them; `token_bytes[id]` is each base id's bytes (None for an id the
+      base does not use, and for its special tokens, which are in no word), so the first new token is
+      `len(token_bytes)`, the id after the base's largest. Every id must be at most `MAX_TOKEN_ID`.
 
     >>> words = _Words.of_counts({b"ab": 3, b"a": 5, b"abc": 1})
-    >>> words.strings(), words.frequencies.tolist(), words.distinct
-    (['ab', 'abc'], [3, 1], 3)
+    >>> words.strings(), words.frequencies.tolist(), words.distinct, words.first_new_id
+    (['ab', 'abc'], [3, 1], 3, 256)
     """
 
-    def __init__(self, data: bytes, lengths: np.ndarray, frequencies: np.ndarray, distinct: int) -> None:
+    def __init__(self, data: bytes | np.ndarray, lengths: np.ndarray, frequencies: np.ndarray, distinct: int,
+                 token_bytes: list[bytes | None] | None = None) -> None:
         self.data, self.lengths, self.frequencies, self.distinct = data, lengths, frequencies, distinct
+        self.token_bytes: list[bytes | None] = ([bytes([byte]) for byte in range(256)] if token_bytes is None
+                                                else token_bytes)
+        self.first_new_id = len(self.token_bytes)
 
     @classmethod
     def of_counts(cls, counts: Mapping[bytes, int]) -> _Words:
@@ -112,7 +124,10 @@ class _Words:
         return cls(data, lengths, frequencies, len(counts))
 
     def strings(self) -> list[str]:
-        """The words as `str`, one character per byte."""
+        """The words as `str`, one character per byte (plain training only)."""
+        if not isinstance(self.data, bytes):
+            raise ValueError("store='strings' trains from bytes only: continuing from a base tokenizer needs "
+                             "store='flat'")
         text = self.data.decode("latin-1")
         ends = np.cumsum(self.lengths).tolist()
         return [text[start:end] for start, end in zip([0, *ends], ends)]
@@ -125,26 +140,41 @@ class _Words:
 
 
 def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_length: int = LONG_WORD_LENGTH,
-           queue: str = DEFAULT_QUEUE, store: str = DEFAULT_STORE) -> list[tuple[int, int]]:
-    """`merge_pairs` on words made by `_Words.of_counts`. `words` is used up: the store takes over its frequencies,
-    and its bytes are dropped once the store is built (the caller may still hold `words`)."""
+           queue: str = DEFAULT_QUEUE, store: str = DEFAULT_STORE, token_counts: np.ndarray | None = None,
+           min_frequency: int = 0, max_token_length: int | None = None) -> list[tuple[int, int]]:
+    """`merge_pairs` on a start state (`_Words`): merge i creates the id `words.first_new_id + i`; return the merges
+    as (left id, right id). `words` is used up: the store takes over its frequencies, and its tokens are dropped
+    once the store is built (the caller may still hold `words`).
+
+    The best pair is passed over, and the next one taken, when its token is already a token (only a base token the
+    base merges do not make from its bytes can be: a token has one id) or, with `max_token_length`, has that many
+    bytes or more unless it is two single bytes (HF BpeTrainer's rule, see `hf_bpe.train._reference.
+    reference_continue`). A passed-over pair stays in the store and may be popped again; it is passed over again.
+    Merging stops when the best pair counts less than `min_frequency`, which is also the least floor (created pairs
+    counting less could never be merged). With `token_counts`
+    (uint64, one entry per token id; the flat store only), each token's count in the final segmentation of the words
+    is added into it (`FlatCorpus.add_token_counts`)."""
+    if token_counts is not None and store != "flat":
+        raise ValueError("token_counts come from the flat store only")
     if queue not in QUEUES:
         raise ValueError(f"queue must be one of {', '.join(map(repr, QUEUES))}, got {queue!r}")
     if store not in STORES:
         raise ValueError(f"store must be one of {', '.join(map(repr, STORES))}, got {store!r}")
-    num_merges = min(num_merges, MAX_TOKEN_ID + 1 - 256)
+    first_new_id, token_bytes = words.first_new_id, words.token_bytes
+    num_merges = min(num_merges, MAX_TOKEN_ID + 1 - first_new_id)
     words.check_totals()
     if store == "flat":
-        corpus: _Corpus | FlatCorpus = FlatCorpus(words.data, words.lengths, words.frequencies,
-                                                  speculative_floor(words.frequencies, num_merges))
+        floor = max(speculative_floor(words.frequencies, num_merges), min_frequency if min_frequency > 1 else 0)
+        corpus: _Corpus | FlatCorpus = FlatCorpus(words.data, words.lengths, words.frequencies, floor, first_new_id)
     else:
         corpus = _Corpus(words.strings(), array("q", words.frequencies.tobytes()), long_word_length)
     words.data, words.lengths = b"", np.zeros(0, dtype=np.int64)
     del words
     pair_counts = corpus.pair_counts
-    token_keys = [_reverse_order_key(bytes([byte])) for byte in range(256)]
+    token_keys = [_reverse_order_key(token or b"") for token in token_bytes]
     best_pairs = QUEUES[queue](pair_counts, token_keys, corpus.floor)
-    token_bytes = [bytes([byte]) for byte in range(256)]
+    known = {token for token in token_bytes if token is not None}  # a merge must make a new token
+    shortest_refused = sys.maxsize if max_token_length is None else max(max_token_length, 3)
     merges: list[tuple[int, int]] = []
 
     gc_was_enabled = gc.isenabled()
@@ -154,22 +184,30 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
             while len(merges) < num_merges:
                 pair = best_pairs.pop()
                 if pair is None:
-                    if not best_pairs.floor:
-                        break
+                    if not best_pairs.floor or best_pairs.floor <= min_frequency:
+                        break  # every pair left counts less than the floor
                     new_pairs = corpus.lower_floor()  # the guess was too high: pairs below it are needed now
                     best_pairs.floor = corpus.floor
                     best_pairs.add(new_pairs)
                     continue
+                if min_frequency > 1 and pair_counts[pair] < min_frequency:
+                    break
                 left, right = pair
-                new_token = chr(256 + len(merges))
+                token = token_bytes[ord(left)] + token_bytes[ord(right)]  # type: ignore[operator]
+                if token in known or len(token) >= shortest_refused:
+                    continue
+                known.add(token)
+                new_token = chr(first_new_id + len(merges))
                 merges.append((ord(left), ord(right)))
-                token_bytes.append(token_bytes[ord(left)] + token_bytes[ord(right)])
-                token_keys.append(_reverse_order_key(token_bytes[-1]))
+                token_bytes.append(token)
+                token_keys.append(_reverse_order_key(token))
                 best_pairs.add(corpus.merge(pair, new_token))
                 bar.update()
     finally:
         if gc_was_enabled:
             gc.enable()
+    if token_counts is not None and isinstance(corpus, FlatCorpus):
+        corpus.add_token_counts(token_counts)
     return merges
 
 

@@ -12,9 +12,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import hf_bpe.train.flat_corpus
 from hf_bpe.cli.main import main
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.evaluation.card import render_model_card
 from hf_bpe.evaluation.token_counts import (
     COUNT_DTYPE,
     TOKEN_COUNTS_FILE,
@@ -56,11 +58,45 @@ def test_counts_equal_encoding_the_corpus(texts: list[str], vocab_size: int, bat
     assert counts.tolist() == encoded_counts(tokenizer, texts).tolist()
 
 
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from([*"ab c\n\tédé€😀\ud800x<|>'s1", " ab", "  ", "aaaa", EOT, PAD]),
+                               max_size=80).map("".join), min_size=1, max_size=4),
+       vocab_size=st.integers(258, 340), special_tokens=st.sampled_from([[EOT], [EOT, PAD], []]),
+       block=st.sampled_from([1, 5, 1 << 20]))
+@example(texts=["aaaa aaaa<|endoftext|>aaa a"], vocab_size=300, special_tokens=[EOT], block=1)
+def test_counts_from_the_merge_loop_equal_encoding_the_corpus(texts: list[str], vocab_size: int,
+                                                              special_tokens: list[str], block: int) -> None:
+    # hf-bpe train takes the counts from the merge loop's final segmentation (in blocks of `block` positions) instead
+    # of encoding each pre-token: the two must agree with encoding the corpus, single bytes and special tokens too.
+    pretokens = count_pretokens(texts, special_tokens)
+    vocab_size += len(special_tokens)
+    from_merge_loop = np.zeros(vocab_size, dtype=COUNT_DTYPE)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
+        vocab, merges = train_bpe_from_counts(pretokens, vocab_size, special_tokens, token_counts=from_merge_loop)
+    assert (vocab, merges) == train_bpe_from_counts(pretokens, vocab_size, special_tokens)
+    assert not from_merge_loop[len(vocab):].any()
+    tokenizer = Tokenizer(vocab, merges, special_tokens)
+    expected = encoded_counts(tokenizer, texts).tolist()
+    assert from_merge_loop[:len(vocab)].tolist() == expected
+    assert count_tokens_of_pretokens(tokenizer, pretokens).tolist() == expected
+
+
+def test_counts_from_the_merge_loop_refuse_a_wrong_array() -> None:
+    with pytest.raises(ValueError, match="uint64 array of vocab_size"):
+        train_bpe_from_counts({b"ab": 1}, 258, token_counts=np.zeros(258, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"vocab_size \(258\)"):
+        train_bpe_from_counts({b"ab": 1}, 258, token_counts=np.zeros(257, dtype=COUNT_DTYPE))
+
+
 def test_counts_past_two_to_the_53_are_exact() -> None:
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
     tokenizer = Tokenizer(vocab, [(b"a", b"b")])
     counts = count_tokens_of_pretokens(tokenizer, {b"ab": 2**62 + 1, b"abab": 3, b"a": 2**60 + 7})
     assert int(counts[256]) == 2**62 + 1 + 6 and int(counts[97]) == 2**60 + 7  # float64 sums would lose the +1, +7
+    from_merge_loop = np.zeros(257, dtype=COUNT_DTYPE)
+    train_bpe_from_counts({b"ab": 2**60 + 1, b"abab": 3, b"a": 2**60 + 7}, 257, token_counts=from_merge_loop)
+    assert int(from_merge_loop[256]) == 2**60 + 1 + 6 and int(from_merge_loop[97]) == 2**60 + 7
 
 
 @pytest.mark.parametrize("special_tokens", [[EOT], [EOT, PAD], []])
@@ -93,6 +129,8 @@ def test_hf_bpe_train_stores_the_counts_of_its_corpus(tmp_path: Path, special_to
     card = (out / "README.md").read_text(encoding="utf-8")
     assert f"- **{len(rare.never):,}** of the {len(merges):,} merged tokens never occur" in card
     assert "Fishing for Magikarp" in card
+    # The card hf-bpe train writes from what it holds in memory is the one `hf-bpe card` makes from the directory.
+    assert card == render_model_card(out)
 
 
 def test_find_rare_tokens_against_a_plain_count() -> None:

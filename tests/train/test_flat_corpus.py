@@ -96,6 +96,14 @@ def check_store(corpus: FlatCorpus, words: list[tuple[int, ...]], frequencies: l
             entry = corpus.index[pair]
             listed = [entry] if isinstance(entry, int) else list(entry)
             assert positions <= set(listed) and listed == sorted(listed)
+    # The token counts are the words' symbols weighted by their frequencies.
+    token_counts = np.zeros(max([255, *map(max, words)]) + 1, dtype=np.uint64)
+    corpus.add_token_counts(token_counts)
+    expected_tokens: Counter[int] = Counter()
+    for word, frequency in zip(words, frequencies):
+        for symbol in word:
+            expected_tokens[symbol] += frequency
+    assert {token: count for token, count in enumerate(token_counts.tolist()) if count} == expected_tokens
 
 
 @settings(max_examples=80, deadline=None)
