@@ -6,6 +6,7 @@ decided before the cut depends on text still to come.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 
 from hf_bpe.pretokenize import SAFE_SPACE_REGEX, SpecialTokenSplitter
 
@@ -33,6 +34,46 @@ def last_safe_cut(text: str, start: int, limit: int, splitter: SpecialTokenSplit
     return max(space, segment_start)
 
 
+def stream_windows(iterable: Iterable[str], caller: str, splitter: SpecialTokenSplitter,
+                   safe_cut: re.Pattern[str] | None, window: int) -> Iterator[str]:
+    """The text of `iterable` in windows of about `window` characters cut at safe cuts (`last_safe_cut`): at the
+    edges of `splitter`'s special tokens or at `safe_cut` (the pattern's; None: none). TypeError, naming `caller`,
+    for an item that is not a str.
+
+    >>> list(stream_windows(["a b", " c"], "encode_iterable", SpecialTokenSplitter([]), SAFE_SPACE_REGEX, 4))
+    ['a b', ' c']
+    """
+    pending: list[str] = []
+    pending_length = 0
+    buffer = ""
+    threshold = window
+    for chunk in iterable:
+        if not isinstance(chunk, str):
+            raise TypeError(f"{caller} expects an iterable of str, got {type(chunk).__name__}")
+        pending.append(chunk)
+        pending_length += len(chunk)
+        if len(buffer) + pending_length < threshold:
+            continue
+        buffer += "".join(pending)
+        pending.clear()
+        pending_length = 0
+        start = 0
+        while len(buffer) - start >= window:
+            cut = last_safe_cut(buffer, start, start + window, splitter, safe_cut)
+            if cut == start:
+                cut = last_safe_cut(buffer, start, len(buffer), splitter, safe_cut)
+                if cut == start:
+                    break
+            yield buffer[start:cut]
+            start = cut
+        buffer = buffer[start:]
+        # Text with no safe cut (one huge pre-token) waits until the buffer doubles: linear time overall.
+        threshold = max(window, 2 * len(buffer))
+    buffer += "".join(pending)
+    if buffer:
+        yield buffer
+
+
 def last_safe_space(text: str, low: int, high: int, safe_cut: re.Pattern[str] = SAFE_SPACE_REGEX) -> int:
     """The largest p with low <= p <= high where `safe_cut` matches (by default GPT-2's: text[p] == " " and
     text[p + 1] not whitespace), or -1.
@@ -55,4 +96,4 @@ def last_safe_space(text: str, low: int, high: int, safe_cut: re.Pattern[str] = 
     return -1
 
 
-__all__ = ["last_safe_cut", "last_safe_space"]
+__all__ = ["last_safe_cut", "last_safe_space", "stream_windows"]

@@ -20,26 +20,34 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.encode.batches import batches_by_length, encode_in_worker
 from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
 from hf_bpe.encode.decoding import join_tokens
 from hf_bpe.encode.long_words import LONG_WORD_BYTES, merge_long_word_packed
 from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch_packed, merge_ids
-from hf_bpe.encode.stream_cuts import last_safe_cut
+from hf_bpe.encode.stream_cuts import stream_windows
 from hf_bpe.formats.gpt2 import load_gpt2_merges_numbered, load_gpt2_vocab
 from hf_bpe.formats.tiktoken_files import load_tiktoken
 from hf_bpe.pretokenize import (
     GPT2_PATTERN,
+    SpecialChoice,
     SpecialTokenSplitter,
+    allowed_and_disallowed,
+    check_disallowed,
+    check_stream,
     compile_pattern,
+    place_special_tokens,
     preset_name,
     replace_surrogates,
     resolve_pattern,
+    splitter_of,
     validate_special_tokens,
 )
 
@@ -65,14 +73,18 @@ class Tokenizer:
     as long as the distinct pre-tokens of the text at hand fit (about 1.3 million at the default). A custom pattern
     has no safe cut (`hf_bpe.pretokenize.patterns`): `encode_iterable` then holds each document (text between special
     tokens) whole before encoding it.
+
+    `special_tokens` are strings (one in the vocab keeps its id, the others take the next ids) or, as tiktoken's
+    `special_tokens=`, {token: id}, where several tokens may share one id (`place_special_tokens`).
     """
 
     def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Sequence[str] | None = None, *, pattern: str | None = None,
+                 special_tokens: Sequence[str] | Mapping[str, int] | None = None, *, pattern: str | None = None,
                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self._vocab: dict[int, bytes] = dict(vocab)
         self._merges: list[tuple[bytes, bytes]] = [(bytes(left), bytes(right)) for left, right in merges]
         self._special_tokens: list[str] = validate_special_tokens(special_tokens)
+        self._given_ids = dict(special_tokens) if isinstance(special_tokens, Mapping) else None
         self._pattern = resolve_pattern(pattern)
         if not isinstance(cache_bytes, int) or cache_bytes < 0:
             raise ValueError(f"cache_bytes must be a non-negative int, got {cache_bytes!r}")
@@ -90,15 +102,9 @@ class Tokenizer:
             if token in self._token_ids:
                 raise ValueError(f"vocab has the token {token!r} twice (ids {self._token_ids[token]} and {token_id})")
             self._token_ids[token] = token_id
-        next_id = max(self._vocab, default=-1) + 1
-        self._special_ids: dict[str, int] = {}
-        for special in self._special_tokens:
-            encoded = special.encode("utf-8")
-            if encoded not in self._token_ids:
-                self._vocab[next_id] = encoded
-                self._token_ids[encoded] = next_id
-                next_id += 1
-            self._special_ids[special] = self._token_ids[encoded]
+        self._special_ids = place_special_tokens(self._vocab, self._token_ids, self._special_tokens, self._given_ids)
+        if max(self._special_ids.values(), default=0) > MAX_ID:
+            raise ValueError(f"token ids must be ints from 0 to {MAX_ID}, got {max(self._special_ids.values())}")
         self._special_id_bytes = {special: pack_ids([(token_id,)])[0]
                                   for special, token_id in self._special_ids.items()}
         self._splitter = SpecialTokenSplitter(self._special_tokens)
@@ -144,7 +150,8 @@ class Tokenizer:
                       special_tokens: Mapping[str, int] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
                       ) -> Tokenizer:
         """Load a `.tiktoken` file: ranks are ids, merges derived from them, each special token at its given id (see
-        `hf_bpe.formats.tiktoken_files`). The file has no pattern: pass tiktoken's, e.g. "cl100k" for cl100k_base."""
+        `hf_bpe.formats.tiktoken_files`; several may share one). The file has no pattern: pass tiktoken's, e.g.
+        "cl100k" for cl100k_base."""
         vocab, merges, specials = load_tiktoken(path, special_tokens)
         return cls(vocab, merges, specials, pattern=pattern, cache_bytes=cache_bytes)
 
@@ -174,6 +181,11 @@ class Tokenizer:
         return tuple(self._special_tokens)
 
     @property
+    def special_token_ids(self) -> Mapping[str, int]:
+        """special token -> id, as tiktoken's `special_tokens` (read-only)."""
+        return MappingProxyType(self._special_ids)
+
+    @property
     def vocab_size(self) -> int:
         """Number of tokens, special tokens included."""
         return len(self._vocab)
@@ -197,10 +209,15 @@ class Tokenizer:
 
     # --------------------------------------------------------------------------------------------------- encoding
 
-    def encode(self, text: str) -> list[int]:
+    def encode(self, text: str, *, allowed_special: SpecialChoice = "all",
+               disallowed_special: SpecialChoice = "all") -> list[int]:
         """Encode text: special tokens first (longest first), the pre-tokens of the text between them merged.
 
-        Lone surrogates (possible in Python strings, not in UTF-8) become U+FFFD, as in tiktoken.
+        `allowed_special` and `disallowed_special` are tiktoken's (`allowed_and_disallowed`), with every special token
+        allowed by default: text holding a disallowed one raises InputError (a ValueError) naming it and its offset,
+        and special tokens neither allowed nor disallowed are encoded as ordinary text (`disallowed_special=()` with
+        `allowed_special=set()` encodes all of them so). Lone surrogates (possible in Python strings, not in UTF-8)
+        become U+FFFD, as in tiktoken.
 
         >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b" a"}, [(b" ", b"a")])
         >>> tokenizer.encode("a a"), tokenizer.encode("a\\ud800")
@@ -208,50 +225,66 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"encode expects str, got {type(text).__name__}")
-        return unpack_ids(self._encode_texts([text])[0])
+        if allowed_special == "all" and disallowed_special == "all":
+            return unpack_ids(self._encode_texts([text])[0])
+        return unpack_ids(self._encode_texts([text], self._allowed(allowed_special, disallowed_special, [text]))[0])
 
-    def encode_to_numpy(self, text: str) -> np.ndarray:
-        """`encode(text)` as a read-only uint32 array, made without Python ints (faster for token arrays).
+    def encode_to_numpy(self, text: str, *, allowed_special: SpecialChoice = "all",
+                        disallowed_special: SpecialChoice = "all") -> np.ndarray:
+        """`encode(text, ...)` as a read-only uint32 array, made without Python ints (faster for token arrays).
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_to_numpy("ab")
         array([97, 98], dtype=uint32)
         """
         if not isinstance(text, str):
             raise TypeError(f"encode_to_numpy expects str, got {type(text).__name__}")
-        return np.frombuffer(self._encode_texts([text])[0], dtype=ID_DTYPE)
+        splitter = (None if allowed_special == "all" and disallowed_special == "all"
+                    else self._allowed(allowed_special, disallowed_special, [text]))
+        return np.frombuffer(self._encode_texts([text], splitter)[0], dtype=ID_DTYPE)
 
-    def encode_batch(self, texts: Sequence[str], num_workers: int | None = None) -> list[list[int]]:
-        """Encode many texts, in `num_workers` processes (default: one per usable CPU) when there is enough text.
+    def encode_batch(self, texts: Sequence[str], num_workers: int | None = None, *,
+                     allowed_special: SpecialChoice = "all", disallowed_special: SpecialChoice = "all"
+                     ) -> list[list[int]]:
+        """Encode many texts, in `num_workers` processes (default: one per usable CPU) when there is enough text;
+        `allowed_special` and `disallowed_special` as in `encode` (every text is checked before any is encoded).
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch(["a", "bc"])
         [[97], [98, 99]]
         """
-        return list(map(unpack_ids, self._encode_batch(texts, num_workers)))
+        return list(map(unpack_ids, self._encode_batch(texts, num_workers, allowed_special, disallowed_special)))
 
-    def encode_batch_to_numpy(self, texts: Sequence[str], num_workers: int | None = None) -> list[np.ndarray]:
+    def encode_batch_to_numpy(self, texts: Sequence[str], num_workers: int | None = None, *,
+                              allowed_special: SpecialChoice = "all", disallowed_special: SpecialChoice = "all"
+                              ) -> list[np.ndarray]:
         """`encode_batch` as read-only uint32 arrays, made without Python ints (faster for token arrays).
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch_to_numpy(["a", "bc"])[1]
         array([98, 99], dtype=uint32)
         """
-        return [np.frombuffer(ids, dtype=ID_DTYPE) for ids in self._encode_batch(texts, num_workers)]
+        return [np.frombuffer(ids, dtype=ID_DTYPE)
+                for ids in self._encode_batch(texts, num_workers, allowed_special, disallowed_special)]
 
-    def _encode_batch(self, texts: Sequence[str], num_workers: int | None) -> list[bytes]:
+    def _encode_batch(self, texts: Sequence[str], num_workers: int | None, allowed_special: SpecialChoice,
+                      disallowed_special: SpecialChoice) -> list[bytes]:
         texts = list(texts)
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"encode_batch expects str texts, got {type(text).__name__}")
+        splitter = (None if allowed_special == "all" and disallowed_special == "all"
+                    else self._allowed(allowed_special, disallowed_special, texts))
         from hf_bpe.common.parallel import default_num_workers, process_pool
 
         if num_workers is None:
             num_workers = default_num_workers()
         if num_workers <= 1 or len(texts) < 2 or sum(map(len, texts)) < _MIN_PARALLEL_LENGTH:
-            return self._encode_texts(texts)
+            return self._encode_texts(texts, splitter)
         with process_pool(num_workers, self) as pool:  # workers send bytes back: they pickle far faster than lists
-            results = pool.map(_encode_in_worker, _batches_by_length(texts, num_workers * 4))
+            batches = batches_by_length(texts, num_workers * 4)
+            results = pool.map(partial(encode_in_worker, splitter=splitter), batches)
         return [ids for batch in results for ids in batch]
 
-    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+    def encode_iterable(self, iterable: Iterable[str], *, allowed_special: SpecialChoice = "all",
+                        disallowed_special: SpecialChoice = "all") -> Iterator[int]:
         """Yield the ids of "".join(iterable), holding only a bounded window of the text.
 
         With a preset pattern, memory stays bounded whatever the length of the text: the text window (64K
@@ -260,59 +293,46 @@ class Tokenizer:
 
         Buffered text is encoded up to its last safe cut: a position where cutting provably does not change the
         result (the pattern's safe cut, `CompiledPattern.safe_cut`, or a special token's edge), far enough from the
-        end that any special token or pre-token across it is already complete.
+        end that any special token or pre-token across it is already complete. `allowed_special` and
+        `disallowed_special` as in `encode`; a disallowed token raises when the stream reaches it.
 
         >>> list(Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_iterable(["a", "b"]))
         [97, 98]
         """
-        for window in self._windows(iterable, "encode_iterable"):
-            yield from self.encode(window)
+        for ids in self._encode_stream(iterable, "encode_iterable", allowed_special, disallowed_special):
+            yield from unpack_ids(ids)
 
-    def encode_iterable_to_numpy(self, iterable: Iterable[str]) -> Iterator[np.ndarray]:
+    def encode_iterable_to_numpy(self, iterable: Iterable[str], *, allowed_special: SpecialChoice = "all",
+                                 disallowed_special: SpecialChoice = "all") -> Iterator[np.ndarray]:
         """`encode_iterable` as read-only uint32 arrays, one per window of text (the ids never become Python ints).
 
         >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [])
         >>> [array.tolist() for array in tokenizer.encode_iterable_to_numpy(["a", "b"])]
         [[97, 98]]
         """
-        for window in self._windows(iterable, "encode_iterable_to_numpy"):
-            yield np.frombuffer(self._encode_texts([window])[0], dtype=ID_DTYPE)
+        for ids in self._encode_stream(iterable, "encode_iterable_to_numpy", allowed_special, disallowed_special):
+            yield np.frombuffer(ids, dtype=ID_DTYPE)
 
-    def _windows(self, iterable: Iterable[str], caller: str) -> Iterator[str]:
-        """The text of `iterable` in windows cut at safe cuts (see `encode_iterable`)."""
-        pending: list[str] = []
-        pending_length = 0
-        buffer = ""
-        threshold = _STREAM_WINDOW
-        for chunk in iterable:
-            if not isinstance(chunk, str):
-                raise TypeError(f"{caller} expects an iterable of str, got {type(chunk).__name__}")
-            pending.append(chunk)
-            pending_length += len(chunk)
-            if len(buffer) + pending_length < threshold:
-                continue
-            buffer += "".join(pending)
-            pending.clear()
-            pending_length = 0
-            start = 0
-            while len(buffer) - start >= _STREAM_WINDOW:
-                cut = last_safe_cut(buffer, start, start + _STREAM_WINDOW, self._splitter, self._pretokenizer.safe_cut)
-                if cut == start:
-                    cut = last_safe_cut(buffer, start, len(buffer), self._splitter, self._pretokenizer.safe_cut)
-                    if cut == start:
-                        break
-                yield buffer[start:cut]
-                start = cut
-            buffer = buffer[start:]
-            # Text with no safe cut (one huge pre-token) waits until the buffer doubles: linear time overall.
-            threshold = max(_STREAM_WINDOW, 2 * len(buffer))
-        buffer += "".join(pending)
-        if buffer:
-            yield buffer
+    def _encode_stream(self, iterable: Iterable[str], caller: str, allowed_special: SpecialChoice,
+                       disallowed_special: SpecialChoice) -> Iterator[bytes]:
+        """The packed ids of each window of the text (`stream_windows`: cut at the allowed special tokens' edges),
+        each checked for disallowed ones before it is encoded."""
+        splitter = self._allowed(allowed_special, disallowed_special, [])
+        disallowed = allowed_and_disallowed(self._special_tokens, allowed_special, disallowed_special)[1]
+        windows = stream_windows(iterable, caller, splitter, self._pretokenizer.safe_cut, _STREAM_WINDOW)
+        for window in check_stream(windows, disallowed) if disallowed else windows:
+            yield self._encode_texts([window], splitter)[0]
 
-    def _encode_texts(self, texts: list[str]) -> list[bytes]:
-        """Encode texts (ids as bytes, see `hf_bpe.encode.cache`): special tokens first (longest first), then the
-        pre-tokens of the text between them.
+    def _allowed(self, allowed_special: SpecialChoice, disallowed_special: SpecialChoice,
+                 texts: list[str]) -> SpecialTokenSplitter:
+        """The splitter of the allowed special tokens, once `texts` are checked for disallowed ones."""
+        allowed, disallowed = allowed_and_disallowed(self._special_tokens, allowed_special, disallowed_special)
+        check_disallowed(texts, disallowed)
+        return self._splitter if len(allowed) == len(self._special_tokens) else splitter_of(allowed)
+
+    def _encode_texts(self, texts: list[str], splitter: SpecialTokenSplitter | None = None) -> list[bytes]:
+        """Encode texts (ids as bytes, see `hf_bpe.encode.cache`): special tokens first (longest first; those of
+        `splitter`, by default all), then the pre-tokens of the text between them.
 
         Each segment's ids are looked up in one call. A segment with pre-tokens missing from the cache holds markers;
         once enough missing pre-tokens have gathered (and at the end), they are merged in one batch and the markers
@@ -324,12 +344,12 @@ class Tokenizer:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._encode_segments(texts)
+            return self._encode_segments(texts, self._splitter if splitter is None else splitter)
         finally:
             if collecting:
                 gc.enable()
 
-    def _encode_segments(self, texts: list[str]) -> list[bytes]:
+    def _encode_segments(self, texts: list[str], splitter: SpecialTokenSplitter) -> list[bytes]:
         """The packed ids of each text, built from *parts*: a special token's id, or a segment's pre-tokens' ids.
 
         The invariant: a part holds one marker (`PENDING_IDS`) per pre-token that was missing from the cache when the
@@ -342,7 +362,7 @@ class Tokenizer:
         lookup, waiting = cache.__getitem__, cache.waiting
         pretokenizer = self._pretokenizer
         findall_ascii, findall = pretokenizer.findall_ascii, pretokenizer.findall
-        split_keeping = self._splitter.split_keeping if self._splitter else None
+        split_keeping = splitter.split_keeping if splitter else None
         results: list[list[bytes]] = []  # per text, the ids of its segments and special tokens
         marked: list[tuple[list[bytes], int, int]] = []  # (segments' ids, index, its first marker in `waiting`)
         for text in texts:
@@ -432,13 +452,14 @@ class Tokenizer:
     # --------------------------------------------------------------------------------------------------- pickling
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"vocab": self._vocab, "merges": self._merges, "special_tokens": self._special_tokens,
+        return {"vocab": self._vocab, "merges": self._merges, "special_tokens": self._given_ids or self._special_tokens,
                 "cache_bytes": self.cache_bytes, "pattern": self._pattern}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._vocab = dict(state["vocab"])
         self._merges = list(state["merges"])
         self._special_tokens = list(state["special_tokens"])
+        self._given_ids = dict(state["special_tokens"]) if isinstance(state["special_tokens"], dict) else None
         self.cache_bytes = state.get("cache_bytes", DEFAULT_CACHE_BYTES)
         self._pattern = state.get("pattern", GPT2_PATTERN)
         self._build()
@@ -466,23 +487,3 @@ class _MergeError(ValueError):
     def __init__(self, rank: int, message: str) -> None:
         super().__init__(message)
         self.rank = rank
-
-
-def _batches_by_length(texts: list[str], count: int) -> list[list[str]]:
-    """Cut `texts` into at most `count` consecutive batches of about equal total length."""
-    target = max(1, sum(map(len, texts)) // count)
-    batches: list[list[str]] = [[]]
-    batch_length = 0
-    for text in texts:
-        if batch_length >= target:
-            batches.append([])
-            batch_length = 0
-        batches[-1].append(text)
-        batch_length += len(text)
-    return batches
-
-
-def _encode_in_worker(texts: list[str]) -> list[bytes]:
-    from hf_bpe.common.parallel import worker_state
-
-    return worker_state()._encode_texts(texts)

@@ -27,7 +27,7 @@ an InputError naming its line, as is anything else malformed. Ranks above 2**32 
 >>> _ = path.write_text("\\n".join(lines + ["YWI= 256", "YWJj 257"]) + "\\n")  # b"ab" and b"abc"
 >>> vocab, merges, specials = load_tiktoken(path, {"<|endoftext|>": 300})
 >>> merges, vocab[257], vocab[300], specials
-([(b'a', b'b'), (b'ab', b'c')], b'abc', b'<|endoftext|>', ['<|endoftext|>'])
+([(b'a', b'b'), (b'ab', b'c')], b'abc', b'<|endoftext|>', {'<|endoftext|>': 300})
 >>> out = write_tiktoken_file(path.with_name("copy.tiktoken"), vocab, merges, specials)
 >>> out.read_bytes() == path.read_bytes()
 True
@@ -160,10 +160,13 @@ def _merge_below(token: bytes, max_rank: int, get: Callable[[bytes, int], int]) 
 
 
 def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int] | None = None
-                  ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[str]]:
+                  ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
     """(vocab, merges, special tokens) of a `.tiktoken` file, for `hf_bpe.Tokenizer` and `save_tokenizer_directory`:
     the ranks are the ids, the merges are derived from the ranks (`derive_merges`), and each special token joins the
-    vocab at the id `special_tokens` gives it (tiktoken's `special_tokens=`). The special tokens come back in id order.
+    vocab at the id `special_tokens` gives it (tiktoken's `special_tokens=`). The special tokens come back as
+    {token: id} in id order. Several may share an id, as `<|endofprompt|>` and `<|reserved_200018|>` do in
+    tiktoken's o200k_harmony: the vocab holds the first of them there, which is what the id decodes as (tiktoken
+    decodes o200k_harmony's 200018 as `<|endofprompt|>`), and each encodes to it.
 
     Raises InputError naming the file (and the line) for a malformed file or a token that is not the merge of two
     lower-ranked tokens, and for a special token whose id is a rank of the file or whose text is one of its tokens.
@@ -185,12 +188,11 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
         if encoded in ranks:
             raise InputError(f"special token {special!r}: {os.fspath(path)} has it as an ordinary token (line "
                              f"{line_of_rank[ranks[encoded]]}, rank {ranks[encoded]})")
-        if token_id in vocab:
-            taken = (f"rank of {vocab[token_id]!r} in {os.fspath(path)} (line {line_of_rank[token_id]})"
-                     if token_id in line_of_rank else f"id of the special token {vocab[token_id].decode()!r}")
-            raise InputError(f"special token {special!r}: its id {token_id} is already the {taken}")
-        vocab[token_id] = encoded
-    return vocab, merges, sorted(specials, key=specials.__getitem__)
+        if token_id in line_of_rank:
+            raise InputError(f"special token {special!r}: its id {token_id} is already the rank of "
+                             f"{vocab[token_id]!r} in {os.fspath(path)} (line {line_of_rank[token_id]})")
+        vocab.setdefault(token_id, encoded)  # a shared id holds the first of its special tokens
+    return vocab, merges, dict(sorted(specials.items(), key=lambda item: item[1]))
 
 
 def tiktoken_ranks(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],

@@ -28,7 +28,17 @@ from hf_bpe.pretokenize.patterns import (
                                          resolve_pattern,
                                          tokenizers_pattern,
 )
-from hf_bpe.pretokenize.special_tokens import SpecialTokenSplitter, replace_surrogates, validate_special_tokens
+from hf_bpe.pretokenize.special_tokens import (
+                                             SpecialChoice,
+                                             SpecialTokenSplitter,
+                                             allowed_and_disallowed,
+                                             check_disallowed,
+                                             check_stream,
+                                             place_special_tokens,
+                                             replace_surrogates,
+                                             splitter_of,
+                                             validate_special_tokens,
+)
 
 __all__ = [
     "PATTERNS", "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name", "resolve_pattern",
@@ -36,4 +46,6 @@ __all__ = [
     "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
     "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "replace_surrogates", "safe_segments",
     "split_at_safe_spaces", "split_into_pieces", "validate_special_tokens",
+    "SpecialChoice", "allowed_and_disallowed", "check_disallowed", "check_stream", "place_special_tokens",
+    "splitter_of",
 ]
