@@ -35,8 +35,10 @@ EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 130, 128 + signal.SIGTERM
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, *_ in COMMANDS}
+    parser = build_parser(arguments[0] if arguments and arguments[0] in names else None)
+    args = parser.parse_args(arguments)
     return run_reporting_errors(f"hf-bpe {args.command}", args.run, args)
 
 
@@ -230,55 +232,57 @@ def _after_lost_ray_worker(args: argparse.Namespace) -> str:
     return "rerun the command (a node that ran out of memory needs fewer tasks at once, or more memory)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Each command: its name, its module, the module's functions that add its options and run it, its help line, and
+# its description (the text, or the name of the module's constant that holds it).
+COMMANDS = [
+    ("train", "hf_bpe.cli.train", "add_train_arguments", "run_train",
+     "train a tokenizer and save it as a HuggingFace tokenizer directory",
+     "Train a byte-level BPE tokenizer (GPT-2 pre-tokenization) on text files and save a directory that "
+     "loads with AutoTokenizer.from_pretrained, tokenizers.Tokenizer.from_file and "
+     "hf_bpe.HFBPETokenizer.from_pretrained."),
+    ("tokenize-dataset", "hf_bpe.cli.tokenize_dataset", "add_tokenize_dataset_arguments", "run_tokenize_dataset",
+     "tokenize a HuggingFace dataset into a flat uint16/uint32 token array (OUT/SPLIT.bin + SPLIT.json)",
+     "Encode every document of a dataset split with an hf_bpe tokenizer directory and write the ids, each "
+     "document followed by the end-of-text id, to OUT/SPLIT.bin (nanoGPT style), with metadata in "
+     "OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT). A special-token string inside a "
+     "document (a literal <|endoftext|>) is encoded as text, like nanoGPT's encode_ordinary, so the only "
+     "end-of-text ids are the document boundaries; --allow-special encodes it as its id, as tok(document) "
+     "does. An existing OUT/SPLIT.bin is replaced only with --force; other splits may share OUT."),
+    ("card", "hf_bpe.cli.card", "add_card_arguments", "run_card",
+     "write the model card (README.md) of a tokenizer directory",
+     "Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "
+     "compression (bytes per token) on evaluation corpora against baselines, under-trained tokens, plots "
+     "(PNG files in DIR, with matplotlib), example tokenizations, how to load it."),
+    ("eval", "hf_bpe.cli.eval", "add_eval_arguments", "run_eval", "compare tokenizers and baselines on corpora",
+     "EVAL_DESCRIPTION"),
+    ("show", "hf_bpe.cli.show", "add_show_arguments", "run_show",
+     "show a text token by token (terminal colours or an HTML page)", "SHOW_DESCRIPTION"),
+    ("convert", "hf_bpe.cli.convert", "add_convert_arguments", "run_convert",
+     "turn a .tiktoken file into a HuggingFace tokenizer directory", "CONVERT_DESCRIPTION"),
+    ("export-tiktoken", "hf_bpe.cli.convert", "add_export_tiktoken_arguments", "run_export_tiktoken",
+     "write the .tiktoken file of a tokenizer directory", "EXPORT_DESCRIPTION"),
+]
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `hf-bpe` parser. With `command`, only that command gets its options (the others are listed with their
+    help line), so that running a command imports only its own modules: start-up time counts in every run."""
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="hf-bpe",
         description="Train byte-level BPE tokenizers exactly and fast, and use them across the HuggingFace ecosystem.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from hf_bpe.cli.card import add_card_arguments, run_card
-    from hf_bpe.cli.convert import (
-        CONVERT_DESCRIPTION,
-        EXPORT_DESCRIPTION,
-        add_convert_arguments,
-        add_export_tiktoken_arguments,
-        run_convert,
-        run_export_tiktoken,
-    )
-    from hf_bpe.cli.eval import EVAL_DESCRIPTION, add_eval_arguments, run_eval
-    from hf_bpe.cli.show import SHOW_DESCRIPTION, add_show_arguments, run_show
-    from hf_bpe.cli.tokenize_dataset import add_tokenize_dataset_arguments, run_tokenize_dataset
-    from hf_bpe.cli.train import add_train_arguments, run_train
-
-    for name, add_arguments, run, help, description in [
-        ("train", add_train_arguments, run_train,
-         "train a tokenizer and save it as a HuggingFace tokenizer directory",
-         "Train a byte-level BPE tokenizer (GPT-2 pre-tokenization) on text files and save a directory that "
-         "loads with AutoTokenizer.from_pretrained, tokenizers.Tokenizer.from_file and "
-         "hf_bpe.HFBPETokenizer.from_pretrained."),
-        ("tokenize-dataset", add_tokenize_dataset_arguments, run_tokenize_dataset,
-         "tokenize a HuggingFace dataset into a flat uint16/uint32 token array (OUT/SPLIT.bin + SPLIT.json)",
-         "Encode every document of a dataset split with an hf_bpe tokenizer directory and write the ids, each "
-         "document followed by the end-of-text id, to OUT/SPLIT.bin (nanoGPT style), with metadata in "
-         "OUT/SPLIT.json. Read it back with hf_bpe.data.load_tokens(OUT, SPLIT). A special-token string inside a "
-         "document (a literal <|endoftext|>) is encoded as text, like nanoGPT's encode_ordinary, so the only "
-         "end-of-text ids are the document boundaries; --allow-special encodes it as its id, as tok(document) "
-         "does. An existing OUT/SPLIT.bin is replaced only with --force; other splits may share OUT."),
-        ("card", add_card_arguments, run_card,
-         "write the model card (README.md) of a tokenizer directory",
-         "Write DIR/README.md in the HuggingFace model-card format: training corpus and time, vocabulary, "
-         "compression (bytes per token) on evaluation corpora against baselines, under-trained tokens, plots "
-         "(PNG files in DIR, with matplotlib), example tokenizations, how to load it."),
-        ("eval", add_eval_arguments, run_eval, "compare tokenizers and baselines on corpora", EVAL_DESCRIPTION),
-        ("show", add_show_arguments, run_show, "show a text token by token (terminal colours or an HTML page)",
-         SHOW_DESCRIPTION),
-        ("convert", add_convert_arguments, run_convert,
-         "turn a .tiktoken file into a HuggingFace tokenizer directory", CONVERT_DESCRIPTION),
-        ("export-tiktoken", add_export_tiktoken_arguments, run_export_tiktoken,
-         "write the .tiktoken file of a tokenizer directory", EXPORT_DESCRIPTION),
-    ]:
-        command = commands.add_parser(name, help=help, description=description)
-        add_arguments(command)
-        command.set_defaults(run=run)
+    for name, module_name, add_name, run_name, help, description in COMMANDS:
+        if command is not None and name != command:
+            commands.add_parser(name, help=help)
+            continue
+        module = importlib.import_module(module_name)
+        if description.isidentifier():
+            description = getattr(module, description)
+        subparser = commands.add_parser(name, help=help, description=description)
+        getattr(module, add_name)(subparser)
+        subparser.set_defaults(run=getattr(module, run_name))
     return parser
 

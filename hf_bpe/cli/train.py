@@ -82,7 +82,6 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.cli.options import check_engine_arguments
     from hf_bpe.common.outputs import staging_directory
     from hf_bpe.common.parallel import default_num_workers
-    from hf_bpe.data.sources import DatasetSource
     from hf_bpe.encode.tokenizer import Tokenizer
     from hf_bpe.evaluation.card import TRAINING_INFO_FILE, check_card_metadata, write_model_card
     from hf_bpe.evaluation.token_counts import COUNT_DTYPE, save_token_counts, summary_note, token_counts_record
@@ -91,7 +90,11 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.train.api import train_bpe_from_counts
 
     special_tokens = training_special_tokens(args)
-    source = DatasetSource.from_args(args) if args.dataset else None
+    source = None
+    if args.dataset:  # datasets is imported only for a dataset: start-up counts in every run
+        from hf_bpe.data.sources import DatasetSource
+
+        source = DatasetSource.from_args(args)
     check_train_arguments(args, source)
     check_engine_arguments(args)
     check_card_metadata(args.license, card_dataset_names(args, source))
@@ -186,12 +189,13 @@ def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], so
                           progress: bool | None) -> tuple[Counter[bytes], dict[str, Any]]:
     """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus."""
     from hf_bpe.common.files import check_input_files
-    from hf_bpe.data.sources import datasets_progress_bars, metadata_of, row_texts
     from hf_bpe.train import count
     from hf_bpe.train.count import counting_engine
 
     engine_options = {"engine": counting_engine(args.engine, args.ray_address), "pattern": args.pattern}
     if source is not None:
+        from hf_bpe.data.sources import datasets_progress_bars, metadata_of, row_texts
+
         with datasets_progress_bars(progress is not False):
             texts = row_texts(source.load(), source)
         counts = count.count_pretokens_in_iterator(texts, special_tokens, num_workers=args.workers,

@@ -122,7 +122,32 @@ def progress_bar(progress: bool | None, **tqdm_options: Any) -> Any:
     """
     if progress is None:
         progress = sys.stderr.isatty()
-    return _bar_class()(disable=not progress, **tqdm_options)
+    return _bar_class()(disable=False, **tqdm_options) if progress else HiddenBar(**tqdm_options)
+
+
+class HiddenBar:
+    """What `progress_bar` gives when no bar is shown: it counts (`n`) and draws nothing, as a disabled tqdm bar,
+    without importing tqdm, which would add to the start-up of every run without a terminal."""
+
+    disable = True
+
+    def __init__(self, total: float | None = None, **tqdm_options: Any) -> None:
+        self.total, self.n = total, 0
+
+    def update(self, amount: float = 1) -> None:
+        self.n += amount
+
+    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> HiddenBar:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
 
 
 # Shared counts of `progress_from_workers`, by key: forked workers inherit this dict, and so the shared values.

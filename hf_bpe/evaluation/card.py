@@ -115,7 +115,6 @@ def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     """Check the options and the directory, then evaluate the corpora (the long part) for `write_model_card`; the
     tokenizer and the token counts are read from the directory unless given."""
     from hf_bpe.evaluation.baselines import NamedTokenizer, load_directory_tokenizer, resolve_baseline
-    from hf_bpe.evaluation.evaluate import check_corpora, evaluate
     from hf_bpe.evaluation.token_counts import load_token_counts
 
     for code in language:
@@ -132,6 +131,8 @@ def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
         token_counts = load_token_counts(directory, info, tokenizer.vocab_size)
     evaluations = []
     if eval_corpora:
+        from hf_bpe.evaluation.evaluate import check_corpora, evaluate
+
         check_corpora(eval_corpora)
         compared = [NamedTokenizer(THIS_TOKENIZER, tokenizer), *map(resolve_baseline, dict.fromkeys(baselines))]
         evaluations = evaluate(compared, eval_corpora, progress=progress)
