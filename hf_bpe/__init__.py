@@ -11,6 +11,10 @@ Other pre-tokenization patterns: `pattern=` a name of `PATTERNS` or regex text, 
 ['cl100k', 'gpt2', 'gpt4', 'llama3', 'o200k']
 >>> vocab, merges = train_bpe(["corpus.txt"], 1000, ["<|endoftext|>"], pattern="cl100k")  # doctest: +SKIP
 >>> tokenizer = Tokenizer(vocab, merges, ["<|endoftext|>"], pattern="cl100k")  # doctest: +SKIP
+
+Extending a tokenizer (every base id and merge unchanged, new merges learned on new text, new ids after the base's):
+
+>>> vocab, merges = extend_bpe(tokenizer, ["new_text.txt"], tokenizer.vocab_size + 8000)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from hf_bpe.encode import Tokenizer
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.pretokenize.patterns import PATTERNS
 from hf_bpe.train import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
+from hf_bpe.train.extend import extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator
 
 if TYPE_CHECKING:
     from hf_bpe.hf.tokenizer import HFBPETokenizer
 
-__all__ = ["PATTERNS", "HFBPETokenizer", "Tokenizer", "save_tokenizer_directory", "train_bpe", "train_bpe_from_counts",
+__all__ = ["PATTERNS", "HFBPETokenizer", "Tokenizer", "extend_bpe", "extend_bpe_from_counts",
+           "extend_bpe_from_iterator", "save_tokenizer_directory", "train_bpe", "train_bpe_from_counts",
            "train_bpe_from_iterator", "__version__"]
 
 

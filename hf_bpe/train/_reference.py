@@ -1,7 +1,8 @@
 """A slow, obviously correct BPE trainer: the definition that `hf_bpe.train.merge_loop` must match exactly.
 
 Every step counts all adjacent pairs from scratch, takes the max by (count, (left bytes, right bytes)), and merges it
-left to right in every word. Only for tests on small inputs.
+left to right in every word. Only for tests on small inputs. Training may also continue from a base tokenizer's
+merges (`reference_extend_from_counts`): the same loop, started from the words as the base encodes them.
 
 Pre-tokens: GPT-2's with hf_bpe's pinned pattern, as always; any other pattern (`pattern=`, a preset name or regex
 text) runs as plain `regex` module text, independent of hf_bpe's own pattern machinery. The `regex` module has its
@@ -103,32 +104,106 @@ def merge_word(word: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[byte
     return tuple(merged)
 
 
-def reference_train_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] = ()
+def reference_train_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] = (),
+                                *, min_frequency: int = 0, max_token_length: int | None = None
                                 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
-    """Train by brute force: recount every pair before each merge."""
+    """Train by brute force: recount every pair before each merge. Ids 0-255 are the bytes, then the merges, then
+    the special tokens; `vocab_size` counts them all. The options as `reference_continue` takes them."""
     vocab = {byte: bytes([byte]) for byte in range(256)}
-    merges: list[tuple[bytes, bytes]] = []
     words = {tuple(bytes([byte]) for byte in token): count for token, count in counts.items()}
-    while len(vocab) + len(special_tokens) < vocab_size:
-        pair_counts: Counter[tuple[bytes, bytes]] = Counter()
-        for word, count in words.items():
-            for pair in zip(word, word[1:]):
-                pair_counts[pair] += count
-        if not pair_counts:
-            break
-        best = max(pair_counts, key=lambda pair: (pair_counts[pair], pair))
-        merges.append(best)
-        vocab[len(vocab)] = best[0] + best[1]
-        merged_words: Counter[tuple[bytes, ...]] = Counter()
-        for word, count in words.items():
-            merged_words[merge_word(word, best)] += count
-        words = dict(merged_words)
+    merges = reference_continue(words, vocab, vocab_size - len(special_tokens), min_frequency=min_frequency,
+                                max_token_length=max_token_length)
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     return vocab, merges
 
 
+def reference_extend_from_counts(counts: Mapping[bytes, int], base_vocab: Mapping[int, bytes],
+                                 base_merges: Sequence[tuple[bytes, bytes]], vocab_size: int, *,
+                                 min_frequency: int = 0, max_token_length: int | None = None
+                                 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Continue training a base tokenizer (its vocab, special tokens included, and merges): each pre-token is first
+    split into base tokens as the encoder does (`reference_encode_word`), then merged by brute force until the vocab
+    has `vocab_size` tokens. New tokens take the ids after the base's largest; the base's merges come first.
+
+    >>> base = {byte: bytes([byte]) for byte in range(256)} | {256: b"ab", 300: b"<|endoftext|>"}
+    >>> vocab, merges = reference_extend_from_counts({b"abab": 2, b"abc": 1}, base, [(b"a", b"b")], 259)
+    >>> merges, vocab[301]
+    ([(b'a', b'b'), (b'ab', b'ab')], b'abab')
+    """
+    vocab = dict(base_vocab)
+    words: Counter[tuple[bytes, ...]] = Counter()
+    for token, count in counts.items():
+        words[reference_encode_word(token, base_merges)] += count
+    new_merges = reference_continue(dict(words), vocab, vocab_size, min_frequency=min_frequency,
+                                    max_token_length=max_token_length)
+    return vocab, [*base_merges, *new_merges]
+
+
+def reference_encode_word(word: bytes, merges: Sequence[tuple[bytes, bytes]]) -> tuple[bytes, ...]:
+    """A pre-token split into tokens as the encoder does it: from single bytes, repeatedly merge the adjacent pair of
+    the lowest rank (a pair listed twice has its first rank), the leftmost one first.
+
+    >>> reference_encode_word(b"abcab", [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
+    (b'a', b'bc', b'ab')
+    """
+    ranks: dict[tuple[bytes, bytes], int] = {}
+    for rank, pair in enumerate(merges):
+        ranks.setdefault(pair, rank)
+    tokens = [bytes([byte]) for byte in word]
+    while True:
+        ranked = [(ranks[pair], position) for position, pair in enumerate(zip(tokens, tokens[1:])) if pair in ranks]
+        if not ranked:
+            return tuple(tokens)
+        _, position = min(ranked)
+        tokens[position:position + 2] = [tokens[position] + tokens[position + 1]]
+
+
+def reference_continue(words: dict[tuple[bytes, ...], int], vocab: dict[int, bytes], vocab_size: int, *,
+                       min_frequency: int = 0, max_token_length: int | None = None) -> list[tuple[bytes, bytes]]:
+    """The merge loop: merge the best pair of `words` (tokens as bytes, with their counts) until `vocab` (updated in
+    place, each new token at the id after the largest) has `vocab_size` tokens or no pair is left; return the merges.
+
+    The best pair has the highest count, ties going to the greater (left bytes, right bytes). Pairs that may not be
+    merged are passed over:
+
+    - a pair whose token is already in `vocab` (only a base token that the base merges do not make from its own
+      bytes can be): every token has one id;
+    - with `max_token_length`, a pair whose token has `max_token_length` bytes or more, unless it is two single
+      bytes. This is what HF `tokenizers`' BpeTrainer does (its check on a new pair is `<`, in characters of the
+      byte-level alphabet, one per byte, and the pairs of single characters are counted before any check), so
+      `max_token_length=L` gives tokens of fewer than L bytes.
+
+    Training stops when the best pair counts less than `min_frequency` (as BpeTrainer: `min_frequency > count`).
+    """
+    merges: list[tuple[bytes, bytes]] = []
+    known = set(vocab.values())
+    shortest_refused = None if max_token_length is None else max(max_token_length, 3)
+    while len(vocab) < vocab_size:
+        pair_counts: Counter[tuple[bytes, bytes]] = Counter()
+        for word, count in words.items():
+            for pair in zip(word, word[1:]):
+                pair_counts[pair] += count
+        allowed = [pair for pair in pair_counts if pair[0] + pair[1] not in known
+                   and (shortest_refused is None or len(pair[0] + pair[1]) < shortest_refused)]
+        if not allowed:
+            break
+        best = max(allowed, key=lambda pair: (pair_counts[pair], pair))
+        if pair_counts[best] < min_frequency:
+            break
+        merges.append(best)
+        vocab[max(vocab) + 1] = best[0] + best[1]
+        known.add(best[0] + best[1])
+        merged_words: Counter[tuple[bytes, ...]] = Counter()
+        for word, count in words.items():
+            merged_words[merge_word(word, best)] += count
+        words = dict(merged_words)
+    return merges
+
+
 def reference_train(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] = (),
-                    pattern: str | None = None) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+                    pattern: str | None = None, *, min_frequency: int = 0, max_token_length: int | None = None
+                    ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Train by brute force on texts (each a separate document, further split at the special tokens)."""
-    return reference_train_from_counts(reference_counts(texts, special_tokens, pattern), vocab_size, special_tokens)
+    return reference_train_from_counts(reference_counts(texts, special_tokens, pattern), vocab_size, special_tokens,
+                                       min_frequency=min_frequency, max_token_length=max_token_length)

@@ -27,7 +27,8 @@ from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
               *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
               verbose: bool = False, engine: str = "local", ray_address: str | None = None,
-              pattern: str | None = None) -> tuple[Vocab, Merges]:
+              pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
+              ) -> tuple[Vocab, Merges]:
     """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
 
     Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
@@ -36,6 +37,12 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     byte offset, "replace" decodes them as U+FFFD). `progress=None` shows progress bars only on a terminal.
     `pattern` is the pre-tokenization pattern: a name of `hf_bpe.PATTERNS` ("cl100k", "o200k", "llama3", ...) or
     regex text (`hf_bpe.pretokenize.patterns`); None is GPT-2's. Save and encode with the same pattern.
+
+    `min_frequency` and `max_token_length` are HF `tokenizers`' BpeTrainer options, with its meaning: training stops
+    when the best pair occurs fewer than `min_frequency` times, and no merge makes a token of `max_token_length`
+    bytes or more, except the merges of two single bytes (BpeTrainer's own check, in characters of the byte-level
+    alphabet: one per byte; so `max_token_length=16` gives tokens of at most 15 bytes). Continuing from a base
+    tokenizer: `hf_bpe.train.extend`.
 
     `engine="local"` counts pre-tokens in `num_workers` processes on this machine; `engine="ray"` counts them on the
     Ray cluster at `ray_address` (None: a running cluster found by Ray, else a local one; the inputs must be paths
@@ -46,6 +53,7 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     >>> vocab, merges = train_bpe("corpus.txt", 1000, engine="ray", ray_address="10.0.0.1:6379")  # doctest: +SKIP
     """
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
+    check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(pattern)
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
@@ -53,14 +61,16 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
     words = _Words.of_counts(count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors,
                                                       progress=progress, engine=engine_used, pattern=regex))
-    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start,
+                  min_frequency=min_frequency, max_token_length=max_token_length)
 
 
 def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
                             num_workers: int | None = None, progress: bool | None = None, verbose: bool = False,
-                            pattern: str | None = None) -> tuple[Vocab, Merges]:
-    """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document. `pattern` as for
-    `train_bpe`.
+                            pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
+                            ) -> tuple[Vocab, Merges]:
+    """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document. `pattern`,
+    `min_frequency` and `max_token_length` as for `train_bpe`.
 
     >>> vocab, merges = train_bpe_from_iterator(["low lower", "newest widest"], 258)
     >>> merges
@@ -69,16 +79,19 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
     ([(b'3', b'4')], [(b'2', b'3')])
     """
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
+    check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(pattern)
     start = time.perf_counter()
     words = _Words.of_counts(count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress,
                                                          pattern=regex))
-    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start)
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start,
+                  min_frequency=min_frequency, max_token_length=max_token_length)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
                           *, progress: bool | None = None, verbose: bool = False, pattern: str | None = None,
-                          token_counts: np.ndarray | None = None) -> tuple[Vocab, Merges]:
+                          token_counts: np.ndarray | None = None, min_frequency: int = 0,
+                          max_token_length: int | None = None) -> tuple[Vocab, Merges]:
     """Train on pre-token counts, e.g. from `hf_bpe.train.count.count_pretokens`: {pre-token bytes: occurrences}.
 
     `pattern`, the pattern the counts were made with, is only checked (InputError for a bad one): the counts are
@@ -94,6 +107,7 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
     [1, 5, 0, 2]
     """
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
+    check_trainer_options(min_frequency, max_token_length)
     resolve_pattern(pattern)
     _check_counts(counts, specials)
     if token_counts is not None:
@@ -103,14 +117,16 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
             if len(token) == 1:  # single bytes never take part in a pair: the merge loop does not hold them
                 token_counts[token[0]] += count
     return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0,
-                  token_counts=token_counts)
+                  token_counts=token_counts, min_frequency=min_frequency, max_token_length=max_token_length)
 
 
 def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: bool | None,
-           verbose: bool, counting_seconds: float, token_counts: np.ndarray | None = None) -> tuple[Vocab, Merges]:
+           verbose: bool, counting_seconds: float, token_counts: np.ndarray | None = None, min_frequency: int = 0,
+           max_token_length: int | None = None) -> tuple[Vocab, Merges]:
     start = time.perf_counter()
     distinct = words.distinct
-    id_merges = _merge(words, vocab_size - 256 - len(special_tokens), progress, token_counts=token_counts)
+    id_merges = _merge(words, vocab_size - 256 - len(special_tokens), progress, token_counts=token_counts,
+                       min_frequency=min_frequency, max_token_length=max_token_length)
     vocab: Vocab = {byte: bytes([byte]) for byte in range(256)}
     merges: Merges = []
     for left, right in id_merges:
@@ -119,10 +135,49 @@ def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: 
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     if verbose:
-        print(f"hf_bpe: {distinct:,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
-              f"{len(merges):,} merges in {time.perf_counter() - start:.2f} s, "
-              f"peak memory {peak_memory_bytes() / (1 << 20):,.0f} MB", file=sys.stderr)
+        report_training(distinct, counting_seconds, len(merges), time.perf_counter() - start)
     return vocab, merges
+
+
+def report_training(distinct: int, counting_seconds: float, num_merges: int, merging_seconds: float) -> None:
+    """The `verbose=True` summary line, on stderr."""
+    print(f"hf_bpe: {distinct:,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
+          f"{num_merges:,} merges in {merging_seconds:.2f} s, "
+          f"peak memory {peak_memory_bytes() / (1 << 20):,.0f} MB", file=sys.stderr)
+
+
+def check_trainer_options(min_frequency: int, max_token_length: int | None) -> None:
+    """Refuse a `min_frequency` that is not an int >= 0 and a `max_token_length` that is not None or an int >= 1.
+
+    >>> check_trainer_options(2, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_token_length must be None or an int >= 1, got 0
+    """
+    for name, value, least in (("min_frequency", min_frequency, 0), ("max_token_length", max_token_length, 1)):
+        if value is None and name == "max_token_length":
+            continue
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < least:
+            allowed = "None or an int" if name == "max_token_length" else "an int"
+            raise ValueError(f"{name} must be {allowed} >= {least}, got {value!r}")
+
+
+def check_vocab_size(vocab_size: int, minimum: int) -> int:
+    """`vocab_size` as an int, at least `minimum`. Any integral number is a vocab size (`numpy.int64` too); a bool,
+    a float or a string is not.
+
+    >>> check_vocab_size(np.int64(300), 256)
+    300
+    """
+    if isinstance(vocab_size, (bool, np.bool_)):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}")
+    try:
+        vocab_size = operator.index(vocab_size)
+    except TypeError:
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}") from None
+    if vocab_size < minimum:
+        raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum}")
+    return vocab_size
 
 
 def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> tuple[int, list[str]]:
@@ -135,12 +190,7 @@ def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> t
     if isinstance(special_tokens, str):
         raise TypeError(f"special_tokens must be a sequence of str, not a str: use [{special_tokens!r}]")
     specials = validate_special_tokens(special_tokens)
-    if isinstance(vocab_size, (bool, np.bool_)):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}")
-    try:
-        vocab_size = operator.index(vocab_size)
-    except TypeError:
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}") from None
+    vocab_size = check_vocab_size(vocab_size, 0)
     minimum = 256 + len(specials)
     if vocab_size < minimum:
         raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum} "

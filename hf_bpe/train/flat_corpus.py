@@ -29,7 +29,8 @@ touch tens of thousands of words each and are applied here as a few numpy operat
   the arrays every pair at the new floor or above, and hands the queue those below the old one; the merges go on
   exactly as without a floor. The pairs of the words as counted (byte pairs) are all kept.
 * The arrays are allocated once: ids are int32, so token ids must stay below 2 ** 31 (they are code points, at most
-  `sys.maxunicode`), and new tokens must be the ids 256, 257, ... in order (`token_chars`). Memory is 16 bytes per
+  `sys.maxunicode`), and new tokens must be the ids `first_new_id` (256 from bytes), and on, in order
+  (`token_chars`). Memory is 16 bytes per
   position (a byte of a distinct pre-token, or a separator), plus 4 per entry of the index; the pairs are indexed
   in blocks (`INDEX_BLOCK`) so that indexing them adds little on top.
 * Not handled: merging a pair that is not the most frequent while a floor is set (the store may have left out
@@ -130,7 +131,10 @@ def _chars(symbols: np.ndarray) -> str:
 class FlatCorpus:
     """The words as linked positions in flat arrays, with pair counts and an index pair -> positions (see module)."""
 
-    def __init__(self, data: bytes, lengths: np.ndarray, frequencies: np.ndarray, floor: int = 0) -> None:
+    def __init__(self, data: bytes | np.ndarray, lengths: np.ndarray, frequencies: np.ndarray, floor: int = 0,
+                 first_new_id: int = 256) -> None:
+        """`data`: the words end to end, as bytes (each byte its token id) or as an int32 array of token ids below
+        `first_new_id`, the id the first merge makes (`merge_loop._Words`, the start state)."""
         size = len(data) + len(lengths) + 1
         separators = np.zeros(size, dtype=bool)
         separators[np.cumsum(lengths + 1)] = True
@@ -138,7 +142,7 @@ class FlatCorpus:
         # Each array is filled in place (no full-size temporary): their building must not raise the peak memory.
         self.symbol_array, self.symbols = _int32_array(size)
         self.symbols.fill(SEPARATOR)
-        self.symbols[~separators] = np.frombuffer(data, dtype=np.uint8)
+        self.symbols[~separators] = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
         self.word_of_array, self.word_of = _int32_array(size)
         np.cumsum(separators, dtype=np.int32, out=self.word_of)
         self.word_of -= 1
@@ -151,7 +155,7 @@ class FlatCorpus:
             self.previous_positions[start:start + len(block)] = block - 1
         self.frequencies = frequencies
         self.frequency_array = array("q", frequencies.tobytes())
-        self.token_chars = [chr(token) for token in range(256)]  # chr(id) for every token so far
+        self.token_chars = list(map(chr, range(first_new_id)))  # chr(id) for every token so far
         self.floor = floor
         self.index: dict[str, np.ndarray | array | int] = {}
         self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs()))

@@ -73,10 +73,12 @@ BYTE_PAIR_BLOCK = 1 << 20
 
 def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | None = None, *,
                 long_word_length: int = LONG_WORD_LENGTH, queue: str = DEFAULT_QUEUE,
-                store: str = DEFAULT_STORE) -> list[tuple[int, int]]:
+                store: str = DEFAULT_STORE, min_frequency: int = 0, max_token_length: int | None = None
+                ) -> list[tuple[int, int]]:
     """Run up to `num_merges` BPE merges over weighted words; return them as (left id, right id) in merge order.
 
-    Ids 0-255 are the bytes and merge i creates id 256 + i. Stops early when no adjacent pair is left.
+    Ids 0-255 are the bytes and merge i creates id 256 + i. Stops early when no adjacent pair is left, or none
+    counts `min_frequency` or more; `max_token_length` as `_merge` takes it.
     `store` picks how the words are held ("flat": `FlatCorpus`, all words as linked positions in flat arrays, the
     big merges done with numpy; "strings": `_Corpus`, one `str` per word, where words of at least
     `long_word_length` bytes are linked positions), and `queue` ("buckets" or "heap") the priority structure; none
@@ -88,7 +90,7 @@ def merge_pairs(counts: Mapping[bytes, int], num_merges: int, progress: bool | N
     [(97, 98), (256, 256)]
     """
     return _merge(_Words.of_counts(counts), num_merges, progress, long_word_length=long_word_length, queue=queue,
-                  store=store)
+                  store=store, min_frequency=min_frequency, max_token_length=max_token_length)
 
 
 class _Words:

@@ -1,0 +1,201 @@
+"""Continue training from a base tokenizer's merges: extend GPT-2's, Llama 3's or one's own tokenizer with merges
+learned on new text, every base id and merge unchanged.
+
+It is the one merge loop (`hf_bpe.train.merge_loop._merge`) from another start state (`merge_loop._Words`): each
+distinct pre-token of the corpus is split into base tokens by hf_bpe's encoder (`Tokenizer.merge_pretoken_bytes`:
+the base merges in rank order, in numpy batches, giant pre-tokens in bounded memory), and merging goes on from that
+segmentation with the usual tie rule until the vocabulary is full. New tokens take the ids after the base's largest
+id (special tokens included). The plain definition is `hf_bpe.train._reference.reference_extend_from_counts`.
+
+The interface, for continuing from any stage (SuperBPE's stage 2 is `extend_bpe(stage_1, ..., pattern=superword)`):
+
+- `extend_bpe(base, paths, vocab_size)`, `extend_bpe_from_iterator(base, texts, vocab_size)`: count the corpus with
+  the base's pattern (or `pattern=`, any preset or regex) and special tokens, then continue;
+- `extend_bpe_from_counts(base, counts, vocab_size)`: continue from pre-token counts already made;
+- `base` is an `hf_bpe.Tokenizer` (its vocab with special tokens, merges, pattern) or a tokenizer directory
+  (`load_base`); `vocab_size` is the final size, special tokens included; each returns `(vocab, merges)`: the base's
+  vocab plus the new ids, the base's merges followed by the new ones. Save them with the base's special tokens and
+  the pattern trained with (`hf_bpe.save_tokenizer_directory(..., base.special_tokens, pattern=...)`).
+- `min_frequency` and `max_token_length` as `hf_bpe.train_bpe` takes them.
+
+>>> from hf_bpe import Tokenizer
+>>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"lo", 257: b"<|endoftext|>"}, [(b"l", b"o")],
+...                  ["<|endoftext|>"])
+>>> vocab, merges = extend_bpe_from_iterator(base, ["low lower lowest"], 260)
+>>> merges
+[(b'l', b'o'), (b'lo', b'w'), (b'low', b'e')]
+>>> vocab[258], vocab[259]
+(b'low', b'lowe')
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, islice
+from pathlib import Path
+
+import numpy as np
+
+from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import PathArg
+from hf_bpe.encode.cache import ID_DTYPE
+from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
+from hf_bpe.formats.hf_directory import load_tokenizer_directory
+from hf_bpe.pretokenize import resolve_pattern
+from hf_bpe.train.api import check_trainer_options, check_vocab_size, report_training
+from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
+
+# The distinct pre-tokens are split into base tokens this many at a time (one numpy batch of the encoder each).
+SEGMENT_BATCH = 1 << 16
+
+
+def load_base(base: Tokenizer | PathArg) -> Tokenizer:
+    """The base tokenizer: a `Tokenizer` as given, or a directory: one saved by hf_bpe or HF (vocab.json, merges.txt,
+    tokenizer.json, tokenizer_config.json; `hf-bpe convert` makes one of a tiktoken file), or GPT-2's bare
+    `vocab.json` and `merges.txt` (GPT-2's pattern; the tokens that are neither a byte nor made by a merge, such as
+    `<|endoftext|>`, are its special tokens). InputError naming the path otherwise.
+    """
+    if isinstance(base, Tokenizer):
+        return base
+    directory = Path(base)
+    if not directory.is_dir():
+        raise InputError(f"{directory}: not a tokenizer directory")
+    if (directory / "tokenizer.json").is_file() or not (directory / "vocab.json").is_file():
+        loaded = load_tokenizer_directory(directory)
+        vocab, merges, special_tokens = loaded
+        return Tokenizer(vocab, merges, special_tokens, pattern=loaded.pattern)
+    vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
+    if not merges_path.is_file():
+        raise InputError(f"{merges_path}: no such file (a base tokenizer directory needs vocab.json and merges.txt)")
+    made = {left + right for left, right in load_gpt2_merges(merges_path)}
+    try:
+        special_tokens = [token.decode("utf-8") for _, token in sorted(load_gpt2_vocab(vocab_path).items())
+                          if len(token) > 1 and token not in made]
+    except UnicodeDecodeError as error:
+        raise InputError(f"{vocab_path}: a token that no merge makes is not UTF-8 text, so it cannot be a special "
+                         f"token: {error.object!r}") from None
+    return Tokenizer.from_files(vocab_path, merges_path, special_tokens)
+
+
+def extend_bpe(base: Tokenizer | PathArg, input_path: PathArg | Sequence[PathArg], vocab_size: int, *,
+               num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
+               verbose: bool = False, engine: str = "local", ray_address: str | None = None,
+               pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
+               ) -> tuple[Vocab, Merges]:
+    """Continue training `base` on UTF-8 text files, up to `vocab_size` tokens in all; the options as `train_bpe`
+    takes them. The corpus is cut at the base's special tokens and pre-tokenized with the base's pattern, or with
+    `pattern` when given (then save the result with it). Returns the base's vocab and merges with the new ones.
+
+    >>> vocab, merges = extend_bpe("gpt2-dir", "new_language.txt", 50257 + 8000)  # doctest: +SKIP
+    """
+    base = load_base(base)
+    vocab_size = check_vocab_size(vocab_size, len(base.vocab))
+    check_trainer_options(min_frequency, max_token_length)
+    regex = resolve_pattern(base.pattern if pattern is None else pattern)
+    engine_used = counting_engine(engine, ray_address)
+    paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
+    start = time.perf_counter()
+    counts = count_pretokens_in_files(paths, list(base.special_tokens), num_workers=num_workers, errors=errors,
+                                      progress=progress, engine=engine_used, pattern=regex)
+    return _extend(base, counts, vocab_size, progress, verbose, time.perf_counter() - start, min_frequency,
+                   max_token_length)
+
+
+def extend_bpe_from_iterator(base: Tokenizer | PathArg, texts: Iterable[str], vocab_size: int, *,
+                             num_workers: int | None = None, progress: bool | None = None, verbose: bool = False,
+                             pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
+                             ) -> tuple[Vocab, Merges]:
+    """Continue training `base` on an iterable of texts (each a document), as `extend_bpe`."""
+    base = load_base(base)
+    vocab_size = check_vocab_size(vocab_size, len(base.vocab))
+    check_trainer_options(min_frequency, max_token_length)
+    regex = resolve_pattern(base.pattern if pattern is None else pattern)
+    start = time.perf_counter()
+    counts = count_pretokens_in_iterator(texts, list(base.special_tokens), num_workers=num_workers,
+                                         progress=progress, pattern=regex)
+    return _extend(base, counts, vocab_size, progress, verbose, time.perf_counter() - start, min_frequency,
+                   max_token_length)
+
+
+def extend_bpe_from_counts(base: Tokenizer | PathArg, counts: Mapping[bytes, int], vocab_size: int, *,
+                           progress: bool | None = None, verbose: bool = False, min_frequency: int = 0,
+                           max_token_length: int | None = None, token_counts: np.ndarray | None = None
+                           ) -> tuple[Vocab, Merges]:
+    """Continue training `base` on pre-token counts ({pre-token bytes: occurrences}, made with the special tokens of
+    `base`). `token_counts` (uint64, one entry per id up to the largest new one) receives how often each token occurs
+    in the final segmentation of the counts, each pre-token times its count, as `train_bpe_from_counts`'s.
+
+    >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    >>> extend_bpe_from_counts(base, {b"abab": 2, b"abc": 1}, 258)[1]
+    [(b'a', b'b'), (b'ab', b'ab')]
+    """
+    base = load_base(base)
+    vocab_size = check_vocab_size(vocab_size, len(base.vocab))
+    check_trainer_options(min_frequency, max_token_length)
+    return _extend(base, counts, vocab_size, progress, verbose, 0.0, min_frequency, max_token_length, token_counts)
+
+
+def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.ndarray | None = None) -> _Words:
+    """The merge loop's start state for continuing `base`: each pre-token of `counts` as the base encodes it, the
+    ones of two or more tokens kept as words (int32 ids), in batches of `SEGMENT_BATCH` pre-tokens. The counts of the
+    pre-tokens of one token go to `token_counts` when given.
+
+    >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    >>> words = base_words({b"abc": 2, b"ab": 5, b"ba": 1}, base)
+    >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
+    ([256, 99, 98, 97], [2, 2], [2, 1], 257)
+    """
+    largest = max(base.vocab, default=-1)
+    if largest > MAX_TOKEN_ID:
+        raise ValueError(f"the base tokenizer's ids go up to {largest}: the merge loop handles ids up to "
+                         f"{MAX_TOKEN_ID}")
+    token_bytes: list[bytes | None] = [None] * (largest + 1)
+    for token_id, token in base.vocab.items():
+        token_bytes[token_id] = token
+    pieces, lengths, frequencies = [], [], []
+    items = iter(counts.items())
+    while chunk := list(islice(items, SEGMENT_BATCH)):
+        try:
+            packed = base.merge_pretoken_bytes([word for word, _ in chunk])
+            chunk_frequencies = np.array([count for _, count in chunk], dtype=np.int64)
+        except OverflowError:
+            raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits") from None
+        sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // ID_DTYPE.itemsize
+        several = sizes > 1
+        pieces.append(np.frombuffer(b"".join(compress(packed, several.tolist())), dtype=ID_DTYPE).astype(np.int32))
+        lengths.append(sizes[several])
+        frequencies.append(chunk_frequencies[several])
+        if token_counts is not None:
+            single = sizes == 1
+            ids = np.frombuffer(b"".join(compress(packed, single.tolist())), dtype=ID_DTYPE)
+            np.add.at(token_counts, ids, chunk_frequencies[single].astype(np.uint64))
+        del packed
+    empty = np.zeros(0, dtype=np.int64)
+    return _Words(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32),
+                  np.concatenate(lengths) if lengths else empty, np.concatenate(frequencies) if frequencies else empty,
+                  len(counts), token_bytes)
+
+
+def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,
+            counting_seconds: float, min_frequency: int, max_token_length: int | None,
+            token_counts: np.ndarray | None = None) -> tuple[Vocab, Merges]:
+    start = time.perf_counter()
+    try:
+        words = base_words(counts, base, token_counts)
+    except ValueError as error:  # a byte the base has no token for
+        raise InputError(f"the base tokenizer cannot encode the corpus: {error}") from None
+    distinct, first_new_id = words.distinct, words.first_new_id
+    id_merges = _merge(words, vocab_size - len(base.vocab), progress, token_counts=token_counts,
+                       min_frequency=min_frequency, max_token_length=max_token_length)
+    vocab: Vocab = dict(base.vocab)
+    merges: Merges = list(base.merges)
+    for new_id, (left, right) in enumerate(id_merges, start=first_new_id):
+        merges.append((vocab[left], vocab[right]))
+        vocab[new_id] = vocab[left] + vocab[right]
+    if verbose:
+        report_training(distinct, counting_seconds, len(id_merges), time.perf_counter() - start)
+    return vocab, merges

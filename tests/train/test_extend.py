@@ -1,0 +1,149 @@
+"""Tests for hf_bpe.train.extend: continuing training from a base tokenizer's merges, differential against the
+reference (hf_bpe.train._reference.reference_extend_from_counts) with both queues, random and trained bases, the
+trainer options, the speculative floor, and giant pre-tokens (the encoder's long-word kernel)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe_from_counts
+from hf_bpe.common.errors import InputError
+from hf_bpe.encode.long_words import LONG_WORD_BYTES
+from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE
+from hf_bpe.train._reference import reference_extend_from_counts
+from hf_bpe.train.extend import base_words, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
+from hf_bpe.train.merge_loop import QUEUES, _merge
+
+ENDOFTEXT = "<|endoftext|>"
+differential = settings(max_examples=60, deadline=None)
+
+letters = st.sampled_from(["a", "b", "c", "ab", "ba", "aa", "abc", "é", " "])
+words = st.lists(letters, min_size=1, max_size=12).map(lambda parts: "".join(parts).encode())
+corpus_counts = st.dictionaries(words, st.integers(1, 30), min_size=1, max_size=30)
+
+
+@st.composite
+def random_bases(draw: st.DrawFn) -> Tokenizer:
+    """A base tokenizer whose merges join random earlier tokens (so some of its tokens are not what it encodes
+    their bytes to), with shuffled byte ids, a gap in the ids and a special token in the middle."""
+    multiplier = draw(st.sampled_from([1, 7, 131]))
+    vocab = {(byte * multiplier) % 256: bytes([byte]) for byte in range(256)}
+    tokens = [b"a", b"b", b"c", b" ", b"\xc3", b"\xa9"]
+    merges: list[tuple[bytes, bytes]] = []
+    for _ in range(draw(st.integers(0, 12))):
+        left, right = draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens))
+        if left + right not in tokens:
+            tokens.append(left + right)
+            merges.append((left, right))
+    next_id = 256 + draw(st.integers(0, 3))
+    specials = draw(st.sampled_from([[], [ENDOFTEXT]]))
+    for index, (left, right) in enumerate(merges):
+        if specials and index == len(merges) // 2:
+            vocab[next_id] = ENDOFTEXT.encode()
+            next_id += 1
+        vocab[next_id] = left + right
+        next_id += 1
+    return Tokenizer(vocab, merges, specials)
+
+
+def fast_extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, queue: str = "buckets",
+                **options: int | None) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """The fast path with the queue chosen: the start state from `base_words`, then the one merge loop."""
+    words = base_words(counts, base)
+    first_new_id = words.first_new_id
+    vocab, merges = dict(base.vocab), list(base.merges)
+    for new_id, (left, right) in enumerate(_merge(words, vocab_size - len(vocab), False, queue=queue, **options),
+                                           start=first_new_id):
+        merges.append((vocab[left], vocab[right]))
+        vocab[new_id] = vocab[left] + vocab[right]
+    return vocab, merges
+
+
+@differential
+@given(random_bases(), corpus_counts, st.integers(0, 40), st.sampled_from(sorted(QUEUES)),
+       st.sampled_from([0, 2, 5]), st.sampled_from([None, 1, 3, 4, 6]))
+def test_extension_from_random_bases_equals_the_reference(base: Tokenizer, counts: dict[bytes, int], new: int,
+                                                          queue: str, min_frequency: int,
+                                                          max_token_length: int | None) -> None:
+    vocab_size = len(base.vocab) + new
+    options = {"min_frequency": min_frequency, "max_token_length": max_token_length}
+    expected = reference_extend_from_counts(counts, base.vocab, base.merges, vocab_size, **options)
+    assert fast_extend(base, counts, vocab_size, queue, **options) == expected
+
+
+@differential
+@given(corpus_counts, corpus_counts, st.integers(256, 300), st.integers(1, 60), st.sampled_from(sorted(QUEUES)))
+def test_extension_of_a_trained_base_equals_the_reference(base_counts: dict[bytes, int], counts: dict[bytes, int],
+                                                          base_size: int, new: int, queue: str) -> None:
+    vocab, merges = train_bpe_from_counts(base_counts, base_size + 1, [ENDOFTEXT])
+    base = Tokenizer(vocab, merges, [ENDOFTEXT])
+    expected = reference_extend_from_counts(counts, vocab, merges, len(vocab) + new)
+    assert fast_extend(base, counts, len(vocab) + new, queue) == expected
+    # Continuing on the base's own corpus makes the merges that training it further would have made.
+    longer_vocab, longer_merges = train_bpe_from_counts(base_counts, base_size + 1 + new, [ENDOFTEXT])
+    extended_vocab, extended_merges = extend_bpe_from_counts(base, base_counts, len(vocab) + new)
+    assert extended_merges == longer_merges
+    assert sorted(extended_vocab.values()) == sorted(longer_vocab.values())
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(20, 200), st.sampled_from(sorted(QUEUES)))
+def test_extension_with_the_floor_and_numpy_merges_equals_the_reference(seed: int, new: int, queue: str) -> None:
+    """Many distinct words with skewed counts: the speculative floor is set (and lowered), the encoder merges them
+    in numpy batches, and the big merges run with numpy."""
+    generator = np.random.default_rng(seed)
+    alphabet = np.frombuffer(b"abcde ", dtype=np.uint8)
+    counts: dict[bytes, int] = {}
+    for _ in range(3 * MIN_BATCH_MERGE):
+        word = generator.choice(alphabet, size=int(generator.integers(2, 9))).tobytes()
+        counts[word] = counts.get(word, 0) + int(generator.zipf(1.5)) % 1000 + 1
+    vocab, merges = train_bpe_from_counts(dict(list(counts.items())[:50]), 270)
+    base = Tokenizer(vocab, merges)
+    expected = reference_extend_from_counts(counts, vocab, merges, len(vocab) + new)
+    assert fast_extend(base, counts, len(vocab) + new, queue) == expected
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_extension_with_a_giant_pretoken_equals_the_reference(seed: int) -> None:
+    """A pre-token longer than LONG_WORD_BYTES goes through the encoder's long-word kernel."""
+    generator = np.random.default_rng(seed)
+    giant = (b"xy" * 40 + b"ab" * 3 + b"z") * (LONG_WORD_BYTES // 80 + 1)
+    giant = bytearray(giant)
+    giant[int(generator.integers(len(giant)))] = ord("a")
+    base = Tokenizer({byte: bytes([byte]) for byte in range(256)} | {256: b"ab", 257: b"aba", 258: b"zx"},
+                     [(b"a", b"b"), (b"ab", b"a"), (b"z", b"x")])
+    counts = {bytes(giant): 1, b"abab": 3, b"zxy": 2}
+    expected = reference_extend_from_counts(counts, base.vocab, base.merges, len(base.vocab) + 6)
+    assert fast_extend(base, counts, len(base.vocab) + 6) == expected
+
+
+def test_new_ids_follow_the_base_and_a_saved_extension_encodes_as_trained(tmp_path) -> None:
+    vocab, merges = train_bpe_from_counts({b"hello": 5, b" world": 3}, 262, [ENDOFTEXT])
+    base = Tokenizer(vocab, merges, [ENDOFTEXT])
+    texts = ["ünïcödé täxt " * 3, "ünï cödé"]
+    new_vocab, new_merges = extend_bpe_from_iterator(base, texts, len(vocab) + 10)
+    assert all(new_vocab[token_id] == token for token_id, token in vocab.items())
+    assert new_merges[:len(merges)] == merges
+    assert sorted(new_vocab)[len(vocab):] == list(range(max(vocab) + 1, max(vocab) + 11))
+    path = save_tokenizer_directory(tmp_path / "extended", new_vocab, new_merges, [ENDOFTEXT])
+    loaded = load_base(path)
+    assert loaded.vocab == new_vocab and list(loaded.merges) == new_merges
+    assert loaded.encode(texts[0]) == Tokenizer(new_vocab, new_merges, [ENDOFTEXT]).encode(texts[0])
+
+
+def test_bad_arguments_are_refused_before_any_work(tmp_path) -> None:
+    base = Tokenizer({byte: bytes([byte]) for byte in range(256)}, [])
+    with pytest.raises(ValueError, match="at least 256"):
+        extend_bpe_from_counts(base, {b"ab": 1}, 255)
+    with pytest.raises(ValueError, match="min_frequency"):
+        extend_bpe_from_counts(base, {b"ab": 1}, 260, min_frequency=-1)
+    with pytest.raises(InputError, match="no-such-dir"):
+        extend_bpe_from_counts(tmp_path / "no-such-dir", {b"ab": 1}, 260)
+    with pytest.raises(ValueError, match="store='flat'"):
+        _merge(base_words({b"ab": 1}, base), 2, False, store="strings")
