@@ -47,6 +47,7 @@ from hf_bpe.pretokenize import (
     tokenizers_pattern,
     validate_special_tokens,
 )
+from hf_bpe.pretokenize.superword import PUBLISHED_SPLIT_REGEX, SUPERWORD_PATTERN, superword_name
 
 
 class AddedTokenSpec(NamedTuple):
@@ -196,7 +197,7 @@ def describe_pattern(regex: str) -> str:
     >>> describe_pattern(resolve_pattern("gpt4")), describe_pattern("[a-z]+|[^a-z]")
     ('`cl100k`', '`[a-z]+|[^a-z]`')
     """
-    return f"`{preset_name(regex) or regex}`"
+    return f"`{superword_name(regex) or preset_name(regex) or regex}`"
 
 
 def named_special_tokens(special_tokens: Sequence[str], pad_token: str | None = None) -> dict[str, Any]:
@@ -259,6 +260,11 @@ def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes,
     regex = resolve_pattern(pattern)
     if regex == GPT2_PATTERN:
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    elif regex == SUPERWORD_PATTERN:  # spelled as SuperBPE's authors spell it, which means the same to tokenizers
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Digits(individual_digits=False),
+            pre_tokenizers.Split(Regex(PUBLISHED_SPLIT_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     else:  # the regex spelled so that Oniguruma reads it as tiktoken does (hf_bpe.pretokenize.regex_syntax)
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(tokenizers_pattern(regex)), behavior="isolated", invert=False),
@@ -400,15 +406,27 @@ def pattern_of_tokenizers_json(content: Any, path: Path) -> str:
             and not pre.get("add_prefix_space", False):
         return GPT2_PATTERN
     steps = pre.get("pretokenizers") if isinstance(pre, dict) and pre.get("type") == "Sequence" else None
+    if isinstance(steps, list) and len(steps) == 3 and steps[0] == {"type": "Digits", "individual_digits": False} \
+            and _is_split(steps[1], PUBLISHED_SPLIT_REGEX) and _is_byte_level_alone(steps[2]):
+        return SUPERWORD_PATTERN
     if isinstance(steps, list) and len(steps) == 2 and all(isinstance(step, dict) for step in steps):
         split, byte_level = steps
         regex = split.get("pattern", {}).get("Regex") if isinstance(split.get("pattern"), dict) else None
-        if split.get("type") == "Split" and isinstance(regex, str) and split.get("behavior") == "Isolated" \
-                and not split.get("invert", False) and byte_level.get("type") == "ByteLevel" \
-                and byte_level.get("use_regex") is False and not byte_level.get("add_prefix_space", False):
+        if isinstance(regex, str) and _is_split(split, regex) and _is_byte_level_alone(byte_level):
             return pattern_from_tokenizers(regex, str(path))
     raise InputError(f"{path}: the pre_tokenizer {json.dumps(pre)[:300]} is not one hf_bpe reproduces (ByteLevel "
-                     f"with its regex, or a Split regex with behavior Isolated followed by ByteLevel without one)")
+                     f"with its regex, or a Split regex with behavior Isolated followed by ByteLevel without one, or "
+                     f"SuperBPE's Digits and Split before that ByteLevel)")
+
+
+def _is_split(step: Any, regex: str) -> bool:
+    return isinstance(step, dict) and step.get("type") == "Split" and step.get("pattern") == {"Regex": regex} \
+        and step.get("behavior") == "Isolated" and not step.get("invert", False)
+
+
+def _is_byte_level_alone(step: Any) -> bool:
+    return isinstance(step, dict) and step.get("type") == "ByteLevel" and step.get("use_regex") is False \
+        and not step.get("add_prefix_space", False)
 
 
 def _special_tokens_of(config_path: Path, vocab_strings: dict[str, int]) -> list[str]:
