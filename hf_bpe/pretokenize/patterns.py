@@ -10,6 +10,10 @@ r"""Pre-tokenization patterns: the presets, custom patterns, and how each one is
   (transformers/convert_slow_tokenizer.py); unlike cl100k it has no possessive quantifiers and keeps a run of
   newlines together (`\s*[\r\n]+`).
 
+tiktoken's own spelling of GPT-2's pattern (`R50K_PATTERN`: tiktoken's gpt2, r50k_base, p50k_base and p50k_edit,
+possessive quantifiers and `\s++$`) splits every text as GPT-2's does, so it is read as the `gpt2` preset (a test
+checks it against tiktoken on every code point in context).
+
 Any other string is a custom pattern in the syntax tiktoken and `tokenizers` share; hf_bpe.pretokenize.regex_syntax
 says what is accepted, and refuses the rest with an `InputError` naming the construct (a class such as `\p{Han}`
 whose tables hf_bpe does not pin, say).
@@ -52,7 +56,7 @@ from hf_bpe.pretokenize.gpt2 import (
 )
 from hf_bpe.pretokenize.pinned_regex import PinnedRegex
 from hf_bpe.pretokenize.regex_syntax import parse_pattern
-from hf_bpe.pretokenize.spelling import spell_for_tokenizers
+from hf_bpe.pretokenize.spelling import oniguruma_differences, spell_for_tokenizers
 
 # tiktoken_ext/openai_public.py (tiktoken 0.14), cl100k_base's pat_str.
 CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
@@ -72,10 +76,16 @@ O200K_PATTERN = "|".join([
 LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
                   r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
 
+# tiktoken_ext/openai_public.py (tiktoken 0.14), r50k_pat_str: GPT-2's pattern as tiktoken spells it for speed, the
+# pattern of its gpt2, r50k_base, p50k_base and p50k_edit encodings.
+R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
 #: The preset patterns by name ("gpt4" is cl100k's other name).
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "gpt4": CL100K_PATTERN,
                             "o200k": O200K_PATTERN, "llama3": LLAMA3_PATTERN}
 _PRESET_NAMES = {regex: name for name, regex in reversed(PATTERNS.items())}  # the first name of each text
+# Texts spelled otherwise than a preset that split every text as it does: they are read as that preset.
+_SAME_AS_PRESET = {R50K_PATTERN: "gpt2"}
 
 #: Zero-width, before each safe cut of the presets other than GPT-2 (see the module docstring).
 BETWEEN_WORDS_SPACE = re.compile(f"(?<={NON_WHITESPACE_CLASS})(?= {NON_WHITESPACE_CLASS})")
@@ -99,19 +109,22 @@ def resolve_pattern(pattern: str | None) -> str:
         raise TypeError(f"pattern must be a preset name or regex text, got {type(pattern).__name__}")
     if pattern in PATTERNS:
         return PATTERNS[pattern]
+    if pattern in _SAME_AS_PRESET:
+        return PATTERNS[_SAME_AS_PRESET[pattern]]
     compile_pattern(pattern)
     return pattern
 
 
 def preset_name(regex: str) -> str | None:
-    """The preset name of a regex text (or of a preset name), else None; a preset's `tokenizers` spelling counts.
+    """The preset name of a regex text (or of a preset name), else None; a preset's `tokenizers` spelling counts, and
+    so does tiktoken's spelling of GPT-2's pattern.
 
-    >>> preset_name(PATTERNS["llama3"]), preset_name("gpt4"), preset_name("a+")
-    ('llama3', 'cl100k', None)
+    >>> preset_name(PATTERNS["llama3"]), preset_name("gpt4"), preset_name("a+"), preset_name(R50K_PATTERN)
+    ('llama3', 'cl100k', None, 'gpt2')
     """
     if regex in PATTERNS:
         return _PRESET_NAMES[PATTERNS[regex]]
-    return _PRESET_NAMES.get(regex) or _preset_spellings().get(regex)
+    return _PRESET_NAMES.get(regex) or _SAME_AS_PRESET.get(regex) or _preset_spellings().get(regex)
 
 
 @cache
@@ -142,25 +155,30 @@ def tokenizers_pattern(regex: str) -> str:
 
 def pattern_from_tokenizers(regex: str, source: str = "tokenizer.json") -> str:
     r"""The pattern of a `tokenizers` Split regex: a preset's text when it spells one, else the regex itself, which
-    must mean the same to tiktoken (InputError naming `source` otherwise).
+    must mean the same to tiktoken; an InputError naming `source` and, for each construct that Oniguruma reads
+    otherwise (hf_bpe.pretokenize.spelling.oniguruma_differences), where it is.
 
     >>> pattern_from_tokenizers(tokenizers_pattern(PATTERNS["cl100k"])) == PATTERNS["cl100k"]
+    True
+    >>> pattern_from_tokenizers(r"\p{L}++|\s++$|\s") == r"\p{L}++|\s++$|\s"  # no line feed can follow `\s++`
     True
     >>> pattern_from_tokenizers(r"\s+$|\S+")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hf_bpe.common.errors.InputError: tokenizer.json: the Split regex '\\s+$|\\S+' means something else to ...
+    hf_bpe.common.errors.InputError: tokenizer.json: the Split regex ... to tiktoken: `$` at character 3 (...
     """
     name = preset_name(regex)
     if name is not None:
         return PATTERNS[name]
     try:
-        spelled = tokenizers_pattern(regex)
+        tree = parse_pattern(regex)
     except InputError as error:
         raise InputError(f"{source}: {error}") from None
-    if spelled != regex:
+    differences = oniguruma_differences(tree)
+    if differences:
         raise InputError(f"{source}: the Split regex {regex!r} means something else to tokenizers (Oniguruma) than "
-                         f"to tiktoken; hf_bpe reads it as tiktoken does when it is written {spelled!r}")
+                         f"to tiktoken: {'; '.join(differences)}; hf_bpe reads it as tiktoken does when it is "
+                         f"written {spell_for_tokenizers(tree)!r}")
     return regex
 
 
@@ -261,7 +279,9 @@ def compile_pattern(regex: str) -> CompiledPattern:
     ...
     hf_bpe.common.errors.InputError: pattern '[a-z]+|(': a group that is never closed (at character 7)
     """
-    return _compile(PATTERNS.get(regex, regex) if isinstance(regex, str) else regex)
+    if isinstance(regex, str) and (regex in PATTERNS or regex in _SAME_AS_PRESET):
+        regex = PATTERNS[_SAME_AS_PRESET.get(regex, regex)]
+    return _compile(regex)
 
 
 @lru_cache(maxsize=32)
@@ -274,5 +294,6 @@ def _compile(regex: str) -> CompiledPattern:
         raise InputError(f"pattern {regex!r}: nested too deeply") from None
 
 
-__all__ = ["BETWEEN_WORDS_SPACE", "CL100K_PATTERN", "LLAMA3_PATTERN", "O200K_PATTERN", "PATTERNS", "CompiledPattern",
-           "compile_pattern", "pattern_from_tokenizers", "preset_name", "resolve_pattern", "tokenizers_pattern"]
+__all__ = ["BETWEEN_WORDS_SPACE", "CL100K_PATTERN", "LLAMA3_PATTERN", "O200K_PATTERN", "PATTERNS", "R50K_PATTERN",
+           "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name", "resolve_pattern",
+           "tokenizers_pattern"]

@@ -109,6 +109,7 @@ class Anchor:
 
     kind: str
     source: str
+    at: int = -1  # where the pattern writes it (a character offset), for error messages
 
 
 @dataclass
@@ -120,6 +121,7 @@ class Repeat:
     high: int | None
     mode: str
     source: str  # the quantifier as written
+    at: int = -1  # where the quantifier starts in the pattern
 
 
 @dataclass
@@ -129,6 +131,7 @@ class Group:
     kind: str
     body: Alternation
     source: str  # the opening, e.g. "(?:"
+    at: int = -1  # where the opening starts in the pattern
 
 
 @dataclass
@@ -197,7 +200,7 @@ class _Parser:
             self.position += 1
         if self.peek() in ("?", "*", "+", "{"):
             raise self.fail("a quantifier after a quantifier")
-        return Repeat(node, low, high, mode, self.text[begin:self.position])
+        return Repeat(node, low, high, mode, self.text[begin:self.position], begin)
 
     def braces(self) -> tuple[int, int | None]:
         end = self.text.find("}", self.position)
@@ -223,7 +226,7 @@ class _Parser:
         if char == ".":
             return Chars(ANY_BUT_NEWLINE, ".")
         if char in ("^", "$"):
-            return Anchor("start" if char == "^" else "end", char)
+            return Anchor("start" if char == "^" else "end", char, start)
         if char in ("*", "+", "?", "{"):
             raise self.fail(f"nothing to repeat before {char!r}", start)
         if char == "\\":
@@ -269,7 +272,7 @@ class _Parser:
         if self.peek() != ")":
             raise self.fail("a group that is never closed", start)
         self.position += 1
-        return Group(kind, body, opening)
+        return Group(kind, body, opening, start)
 
     def char_class(self) -> Chars:
         start = self.position
@@ -325,7 +328,7 @@ class _Parser:
         if char in ("x", "u"):
             return ((self.hex_escape(char, start),) * 2,)
         if char in ("A", "z") and not in_class:
-            return Anchor("start" if char == "A" else "end", "\\" + char)
+            return Anchor("start" if char == "A" else "end", "\\" + char, start)
         if not char.isascii() or char.isalnum() or char == "_":
             hint = {"d": "use \\p{N}, or [0-9] for ASCII digits", "w": "use [\\p{L}\\p{N}_] or a class of your own",
                     "Z": "use \\z"}.get(char.lower() if char in "dDwW" else char, "")

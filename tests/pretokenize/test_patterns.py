@@ -33,9 +33,10 @@ from hf_bpe.pretokenize import (
     resolve_pattern,
     tokenizers_pattern,
 )
-from hf_bpe.pretokenize.patterns import BETWEEN_WORDS_SPACE
+from hf_bpe.pretokenize.patterns import BETWEEN_WORDS_SPACE, R50K_PATTERN
 from hf_bpe.pretokenize.pinned_regex import stand_ins
 from hf_bpe.pretokenize.regex_syntax import CLASSES, Chars, contains, parse_pattern, walk
+from hf_bpe.pretokenize.spelling import oniguruma_differences
 from hf_bpe.train._reference import reference_pretokenize
 from tests.pretokenize.test_gpt2 import ATOMS
 
@@ -109,6 +110,7 @@ def test_presets_are_spelled_as_their_owners_ship_them() -> None:
     assert PATTERNS["llama3"] == inspect.signature(TikTokenConverter.__init__).parameters["pattern"].default
     assert PATTERNS["llama3"] != PATTERNS["cl100k"]
     assert PATTERNS["gpt2"] == GPT2_PATTERN
+    assert R50K_PATTERN == tiktoken_ext.openai_public.r50k_pat_str
     assert {name: preset_name(text) for name, text in PATTERNS.items()} == {
         "gpt2": "gpt2", "cl100k": "cl100k", "gpt4": "cl100k", "o200k": "o200k", "llama3": "llama3"}
 
@@ -210,6 +212,8 @@ def test_random_patterns_equal_the_regex_module_and_tokenizers(pattern: str, tex
     assert pretokens == reference_pretokenize(text, pattern)
     split = Split(Regex(tokenizers_pattern(pattern)), "isolated")
     assert pretokens == [piece for piece, _ in split.pre_tokenize_str(text)]
+    if not oniguruma_differences(parse_pattern(pattern)):  # then as written, too
+        assert pretokens == [piece for piece, _ in Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
 
 
 def test_astral_characters_get_stand_ins_unless_a_pattern_names_one() -> None:
@@ -314,10 +318,62 @@ def test_unsupported_patterns_are_refused_naming_the_construct(pattern: str, mes
     assert message in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_a_tokenizers_regex_that_tiktoken_reads_otherwise_is_refused_when_loaded() -> None:
-    with pytest.raises(InputError, match=r"tokenizer.json: the Split regex .* means something else to tokenizers"):
+def test_a_tokenizers_regex_that_tiktoken_reads_otherwise_is_refused_when_loaded_naming_where() -> None:
+    with pytest.raises(InputError) as raised:
         pattern_from_tokenizers(r"\p{N}{1,3}+|\s+$|\S")
+    message = str(raised.value)
+    assert message.startswith("tokenizer.json: the Split regex ") and "means something else to tokenizers" in message
+    assert "`{1,3}+` at character 5 (a possessive quantifier to tiktoken" in message
+    assert "`$` at character 15 (Oniguruma also matches it before a line feed" in message
+    assert message.endswith(r"""when it is written '(?>\\p{N}{1,3})|\\s+\\z|\\S'""") and "\n" not in message
     assert pattern_from_tokenizers(QWEN2) == QWEN2
+
+
+def test_tiktokens_gpt2_pattern_is_read_as_gpt2_where_the_libraries_read_it_alike() -> None:
+    # The r50k pattern as transformers' TikTokenConverter writes it into tokenizer.json: after the possessive `\s++`
+    # no line feed can follow, so `$` is the end of the text to Oniguruma too.
+    assert oniguruma_differences(parse_pattern(R50K_PATTERN)) == []
+    assert pattern_from_tokenizers(R50K_PATTERN) == resolve_pattern(R50K_PATTERN) == GPT2_PATTERN
+    assert preset_name(R50K_PATTERN) == "gpt2" and compile_pattern(R50K_PATTERN) is compile_pattern("gpt2")
+    # What stays a difference: `$` after a run that can stop before a line feed, `^` after one.
+    for pattern, where in [(r"\s+$|\S", 3), (r"[ \t]++$|[\s\S]", 7), (r"\s*$\n|[\s\S]", 3), (r"^\s|\S", 0),
+                           (r"\n^a|[\s\S]", 2), (r"(?:\s++|a)$|[\s\S]", 10)]:
+        assert [int(found.split(" at character ")[1].split()[0]) for found in
+                oniguruma_differences(parse_pattern(pattern))] == [where], pattern
+    for pattern in [r"a\s*+$|\S", r"(?:\s++|[\s\S]++)$|a", r"[^\n]^a|[\s\S]", r"a$b|[\s\S]", r"\s++\z|\A\s|\S"]:
+        assert oniguruma_differences(parse_pattern(pattern)) == [], pattern
+
+
+def test_a_difference_found_is_one_the_libraries_show() -> None:
+    # `$` after a greedy run: Oniguruma ends "ab" before the line feed, tiktoken (and hf_bpe) do not.
+    pattern = r"[^\n]+$|[\s\S]"
+    assert oniguruma_differences(parse_pattern(pattern))
+    as_written = [piece for piece, _ in Split(Regex(pattern), "isolated").pre_tokenize_str("ab\ncd")]
+    assert as_written == ["ab", "\n", "cd"] != compile_pattern(pattern).findall("ab\ncd") == ["a", "b", "\n", "cd"]
+
+
+# Random patterns around anchors: runs that can or cannot stop before a line feed, line feeds, anchors.
+_ANCHOR_ITEMS = [r"\s++", r"\s*+", r"[ \t]++", r"\s+", r"\s*", r"\n", r"[^\n]", "a", r"\S+", r"(?:\s++)",
+                 r"(?>\s+)", r"[\r\n]++", r"(?:\s++|a+)", r"\p{L}+", "$", "^", "$", "^"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(branches=st.lists(st.lists(st.sampled_from(_ANCHOR_ITEMS), min_size=1, max_size=4).map("".join),
+                         min_size=1, max_size=3),
+       text=st.lists(st.sampled_from([" ", "\n", "\t", "a", "b", "\r\n", " \n ", "\n\n", "\xa0", "\u2028"]),
+                     max_size=12).map("".join))
+@example(branches=[r"\s++$", r"\s+(?!\S)", r"\s"], text="a \n\n b \n").via("r50k's whitespace alternatives")
+@example(branches=[r"[^\n]+$"], text="ab\ncd").via("a difference found")
+def test_a_pattern_without_differences_splits_alike_as_written_in_tokenizers(branches: list[str], text: str) -> None:
+    pattern = "|".join(branches) + r"|[\s\S]"
+    try:
+        tree = parse_pattern(pattern)
+    except InputError:  # one that can match the empty string
+        return
+    pretokens = compile_pattern(pattern).findall(text)
+    assert pretokens == reference_pretokenize(text, pattern)
+    if not oniguruma_differences(tree):
+        assert pretokens == [piece for piece, _ in Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
 
 
 def test_compiled_patterns_pickle_by_their_text_and_are_cached() -> None:

@@ -34,7 +34,8 @@ from hf_bpe import PATTERNS
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.formats.tiktoken import tiktoken_encoding
 from hf_bpe.pretokenize import UNICODE_VERSION, compile_pattern, tokenizers_pattern
-from hf_bpe.pretokenize.regex_syntax import Chars, parse_pattern, walk
+from hf_bpe.pretokenize.patterns import R50K_PATTERN
+from hf_bpe.pretokenize.regex_syntax import CLASSES, Chars, complement, parse_pattern, walk
 from tests import load_script
 from tests.pretokenize.test_unicode_exhaustive import first_difference
 
@@ -106,7 +107,7 @@ def boundary_vocab() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
 @pytest.fixture(scope="module")
 def boundary_directories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {name: save_tokenizer_directory(tmp_path_factory.mktemp(name) / "tok", *boundary_vocab(), [],
-                                           pattern=name) for name in PRESETS}
+                                           pattern=name) for name in [*PRESETS, "gpt2"]}
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -125,6 +126,40 @@ def test_tiktoken_and_the_saved_tokenizer_json_cut_alike_on_every_code_point(bou
             bad = first_difference(code_points, lambda text: same([text]), segment)
             pytest.fail(f"{name}: tiktoken {tiktoken.__version__} and the saved tokenizer.json cut differently at "
                         f"{bad}")
+
+
+def class_edges(names: Sequence[str]) -> list[int]:
+    """The first and last code point of every range of the classes `names` and of every gap between them (surrogates
+    aside): for a pattern whose only non-ASCII characters are these classes, each stands for its whole range."""
+    ranges = [item for name in names for item in (CLASSES[name], complement(CLASSES[name]))]
+    edges = {code_point for items in ranges for first, last in items for code_point in (first, last)}
+    return sorted(code_point for code_point in edges if code_point >= 0x80 and not 0xD800 <= code_point <= 0xDFFF)
+
+
+def test_tiktokens_spelling_of_gpt2_cuts_as_gpt2_on_every_class_range(boundary_directories) -> None:
+    # hf_bpe reads tiktoken's r50k pattern (its gpt2, r50k_base and p50k_base encodings) as the gpt2 preset: tiktoken
+    # running it must cut every text as GPT-2's ByteLevel pre-tokenizer does. Both patterns name only ASCII and the
+    # classes \p{L}, \p{N} and \s, whose tables tests/pretokenize/test_unicode_exhaustive.py checks on every code
+    # point: the edges of their ranges stand for every code point.
+    vocab, _ = boundary_vocab()
+    twin = tiktoken.Encoding("r50k-boundaries", pat_str=R50K_PATTERN, special_tokens={},
+                             mergeable_ranks={token: token_id for token_id, token in vocab.items()})
+    saved = tokenizers.Tokenizer.from_file(str(boundary_directories["gpt2"] / "tokenizer.json"))
+    assert saved.pre_tokenizer.__class__.__name__ == "ByteLevel"
+
+    def same(texts: list[str]) -> bool:
+        return [encoding.ids for encoding in saved.encode_batch_fast(texts)] == twin.encode_ordinary_batch(texts)
+
+    def at_the_end(c: str) -> list[str]:  # where `\s++$` (r50k) and `\s+(?!\S)` (GPT-2) take a whitespace run
+        return [f"a{c}", f"a {c}", f"x{c}\n{c}", f"1 \n{c}{c}", f"{c} ", f"'{c}\t"]
+
+    code_points = class_edges(["L", "N", "s"])
+    assert len(code_points) > 1000
+    if not same(lines_of(code_points) + [text for c in code_points for text in at_the_end(chr(c))]):
+        bad = next((f"U+{c:04X}" for c in code_points if not same([segment(chr(c)), *at_the_end(chr(c))])),
+                   "no single code point (only the batch as a whole)")
+        pytest.fail(f"tiktoken {tiktoken.__version__} with r50k's pattern and GPT-2's tokenizer.json cut "
+                    f"differently at {bad}")
 
 
 def probed(joins: Callable[..., np.ndarray], separator: str, pattern: str) -> Iterator[int]:
