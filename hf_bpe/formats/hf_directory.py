@@ -47,7 +47,7 @@ from hf_bpe.pretokenize import (
     tokenizers_pattern,
     validate_special_tokens,
 )
-from hf_bpe.pretokenize.superword import PUBLISHED_SPLIT_REGEX, SUPERWORD_PATTERN, superword_name
+from hf_bpe.pretokenize.superword import PUBLISHED_SPLIT_REGEX, SUPERWORD_PATTERN
 
 
 class AddedTokenSpec(NamedTuple):
@@ -197,7 +197,7 @@ def describe_pattern(regex: str) -> str:
     >>> describe_pattern(resolve_pattern("gpt4")), describe_pattern("[a-z]+|[^a-z]")
     ('`cl100k`', '`[a-z]+|[^a-z]`')
     """
-    return f"`{superword_name(regex) or preset_name(regex) or regex}`"
+    return f"`{preset_name(regex) or regex}`"
 
 
 def named_special_tokens(special_tokens: Sequence[str], pad_token: str | None = None) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from hf_bpe.pretokenize.gpt2 import (
 from hf_bpe.pretokenize.pinned_regex import PinnedRegex
 from hf_bpe.pretokenize.regex_syntax import parse_pattern
 from hf_bpe.pretokenize.spelling import oniguruma_differences, spell_for_tokenizers
+from hf_bpe.pretokenize.superword import SUPERWORD_NAME, SUPERWORD_PATTERN
 
 # tiktoken_ext/openai_public.py (tiktoken 0.14), cl100k_base's pat_str.
 CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
@@ -84,6 +85,10 @@ R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "gpt4": CL100K_PATTERN,
                             "o200k": O200K_PATTERN, "llama3": LLAMA3_PATTERN}
 _PRESET_NAMES = {regex: name for name, regex in reversed(PATTERNS.items())}  # the first name of each text
+#: Named patterns beside the presets, which tiktoken does not ship: SuperBPE's stage-2 pre-tokenization
+#: (hf_bpe.pretokenize.superword). They have no safe cut: their pre-tokens run across spaces.
+OTHER_NAMED: dict[str, str] = {SUPERWORD_NAME: SUPERWORD_PATTERN}
+_OTHER_NAMES = {regex: name for name, regex in OTHER_NAMED.items()}
 # Texts spelled otherwise than a preset that split every text as it does: they are read as that preset.
 _SAME_AS_PRESET = {R50K_PATTERN: "gpt2"}
 
@@ -109,6 +114,8 @@ def resolve_pattern(pattern: str | None) -> str:
         raise TypeError(f"pattern must be a preset name or regex text, got {type(pattern).__name__}")
     if pattern in PATTERNS:
         return PATTERNS[pattern]
+    if pattern in OTHER_NAMED:
+        return OTHER_NAMED[pattern]
     if pattern in _SAME_AS_PRESET:
         return PATTERNS[_SAME_AS_PRESET[pattern]]
     compile_pattern(pattern)
@@ -117,13 +124,17 @@ def resolve_pattern(pattern: str | None) -> str:
 
 def preset_name(regex: str) -> str | None:
     """The preset name of a regex text (or of a preset name), else None; a preset's `tokenizers` spelling counts, and
-    so does tiktoken's spelling of GPT-2's pattern.
+    so does tiktoken's spelling of GPT-2's pattern. The other named patterns (`OTHER_NAMED`) have their names too.
 
     >>> preset_name(PATTERNS["llama3"]), preset_name("gpt4"), preset_name("a+"), preset_name(R50K_PATTERN)
     ('llama3', 'cl100k', None, 'gpt2')
+    >>> preset_name(SUPERWORD_PATTERN)
+    'superword'
     """
     if regex in PATTERNS:
         return _PRESET_NAMES[PATTERNS[regex]]
+    if regex in OTHER_NAMED or regex in _OTHER_NAMES:
+        return _OTHER_NAMES.get(regex, regex)
     return _PRESET_NAMES.get(regex) or _SAME_AS_PRESET.get(regex) or _preset_spellings().get(regex)
 
 
@@ -169,7 +180,7 @@ def pattern_from_tokenizers(regex: str, source: str = "tokenizer.json") -> str:
     """
     name = preset_name(regex)
     if name is not None:
-        return PATTERNS[name]
+        return resolve_pattern(name)
     try:
         tree = parse_pattern(regex)
     except InputError as error:
@@ -212,7 +223,7 @@ class CompiledPattern:
         ascii_regex = self.regex.ascii
         self.findall_ascii = ascii_regex.findall if self.regex.tiles else (
             lambda text: self.regex.with_gaps(ascii_regex, text, ascii_regex.findall(text)))  # type: ignore[union-attr]
-        self.safe_cut = BETWEEN_WORDS_SPACE if self.name is not None else None
+        self.safe_cut = BETWEEN_WORDS_SPACE if self.name in PATTERNS else None
         self.pieces_are_pretokens = self.safe_cut is None
 
     def pieces(self, text: str) -> list[str]:
@@ -281,6 +292,8 @@ def compile_pattern(regex: str) -> CompiledPattern:
     """
     if isinstance(regex, str) and (regex in PATTERNS or regex in _SAME_AS_PRESET):
         regex = PATTERNS[_SAME_AS_PRESET.get(regex, regex)]
+    elif isinstance(regex, str) and regex in OTHER_NAMED:
+        regex = OTHER_NAMED[regex]
     return _compile(regex)
 
 
@@ -294,6 +307,6 @@ def _compile(regex: str) -> CompiledPattern:
         raise InputError(f"pattern {regex!r}: nested too deeply") from None
 
 
-__all__ = ["BETWEEN_WORDS_SPACE", "CL100K_PATTERN", "LLAMA3_PATTERN", "O200K_PATTERN", "PATTERNS", "R50K_PATTERN",
-           "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name", "resolve_pattern",
-           "tokenizers_pattern"]
+__all__ = ["BETWEEN_WORDS_SPACE", "CL100K_PATTERN", "LLAMA3_PATTERN", "O200K_PATTERN", "OTHER_NAMED", "PATTERNS",
+           "R50K_PATTERN", "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name",
+           "resolve_pattern", "tokenizers_pattern"]

@@ -22,15 +22,15 @@ what holds no cut (numeric non-digits, digit runs of one or two digits) and then
 the next digit run, found with one possessive scan of that run; a pre-token starting at a cut is three digits, and
 when they end their digit run, it also takes what follows up to the next cut in the same way.
 
->>> import re
+Its name is "superword": `pattern="superword"` wherever hf_bpe takes a pattern (hf_bpe.pretokenize.patterns).
+
 >>> from hf_bpe.pretokenize.patterns import compile_pattern
->>> compile_pattern(SUPERWORD_PATTERN).findall("By the way, 1234567 is ½12345 x")
+>>> compile_pattern("superword").findall("By the way, 1234567 is ½12345 x")
 ['By the way, ', '1', '234', '567', ' is ', '½12', '345', ' x']
 """
 
 from __future__ import annotations
 
-from hf_bpe.pretokenize.patterns import resolve_pattern
 from hf_bpe.pretokenize.regex_syntax import CLASSES, Ranges, complement, parse_ranges, union
 from hf_bpe.pretokenize.spelling import _spell_class
 
@@ -93,31 +93,9 @@ def _superword_pattern() -> str:
 
 #: SuperBPE's published stage-2 pre-tokenization (`Digits` then `Split` on `PUBLISHED_SPLIT_REGEX`) as one pattern.
 SUPERWORD_PATTERN = _superword_pattern()
-#: The name hf_bpe gives `SUPERWORD_PATTERN` (in training records and cards).
+#: The name of `SUPERWORD_PATTERN` wherever a pattern is named (`pattern="superword"`, training records, cards).
 SUPERWORD_NAME = "superword"
 
 
-def resolve_superword_pattern(pattern: str | None) -> str:
-    r"""The regex text of a stage-2 pattern: `SUPERWORD_PATTERN` for None or "superword", else as
-    `hf_bpe.pretokenize.resolve_pattern` reads it (a preset name or regex text, checked).
-
-    >>> resolve_superword_pattern(None) == resolve_superword_pattern("superword") == SUPERWORD_PATTERN
-    True
-    >>> resolve_superword_pattern(r"\s+|\S+")
-    '\\s+|\\S+'
-    """
-    if pattern is None or pattern == SUPERWORD_NAME:
-        return SUPERWORD_PATTERN
-    return resolve_pattern(pattern)
-
-
-def superword_name(regex: str) -> str | None:
-    """"superword" for `SUPERWORD_PATTERN` (or its name), else None.
-
-    >>> superword_name(SUPERWORD_PATTERN), superword_name("gpt2")
-    ('superword', None)
-    """
-    return SUPERWORD_NAME if regex in (SUPERWORD_PATTERN, SUPERWORD_NAME) else None
-
 __all__ = ["DECIMAL", "DECIMAL_RANGES", "DIGITS_BEYOND_N", "NUMERIC", "OTHER_NUMERIC", "PUBLISHED_SPLIT_REGEX",
-           "SUPERWORD_NAME", "SUPERWORD_PATTERN", "resolve_superword_pattern", "superword_name"]
+           "SUPERWORD_NAME", "SUPERWORD_PATTERN"]
