@@ -58,6 +58,18 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the pre-tokenization pattern: gpt2 (the default), cl100k (or gpt4), o200k, llama3, or "
                              "regex text as tiktoken and tokenizers read it; kept in tokenizer.json, the training "
                              "record and the card")
+    parser.add_argument("--extend", metavar="BASE",
+                        help="continue training from the merges of BASE: a tokenizer directory (hf_bpe's, HF's, one "
+                             "made by hf-bpe convert from a tiktoken file, or GPT-2's bare vocab.json and merges.txt), "
+                             "gpt2, or cl100k=PATH / o200k=PATH. Every BASE id and merge is kept, the new tokens take "
+                             "the ids after BASE's largest, and --vocab-size counts BASE's tokens too; the pattern and "
+                             "special tokens are BASE's")
+    parser.add_argument("--min-frequency", type=int, default=0, metavar="N",
+                        help="stop when the most frequent pair occurs fewer than N times (HF BpeTrainer's "
+                             "min_frequency; default: %(default)s)")
+    parser.add_argument("--max-token-length", type=int, default=None, metavar="N",
+                        help="make no token of N bytes or more, except pairs of single bytes (HF BpeTrainer's "
+                             "max_token_length, which it checks with <; default: no limit)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes for pre-tokenization (default: the CPUs this process may use)")
     parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
@@ -87,9 +99,11 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.evaluation.token_counts import COUNT_DTYPE, save_token_counts, summary_note, token_counts_record
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
-    from hf_bpe.train.api import train_bpe_from_counts
+    from hf_bpe.train.api import check_trainer_options, train_bpe_from_counts
+    from hf_bpe.train.extend import extend_bpe_from_counts
 
-    special_tokens = training_special_tokens(args)
+    base = extension_base(args)
+    special_tokens = training_special_tokens(args) if base is None else list(base.special_tokens)
     source = None
     if args.dataset:  # datasets is imported only for a dataset: start-up counts in every run
         from hf_bpe.data.sources import DatasetSource
@@ -100,7 +114,13 @@ def run_train(args: argparse.Namespace) -> int:
     check_card_metadata(args.license, card_dataset_names(args, source))
     inputs = [] if source else (args.inputs or [shipped_corpus()])
     # Refuses a bad vocab size or special token now, not after counting: training on no pre-tokens takes no time.
-    train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False, pattern=args.pattern)
+    try:
+        check_trainer_options(args.min_frequency, args.max_token_length)
+    except ValueError as error:
+        message = str(error).replace("min_frequency", "--min-frequency")
+        raise InputError(message.replace("max_token_length", "--max-token-length")) from None
+    if base is None:
+        train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False, pattern=args.pattern)
     pattern = resolve_pattern(args.pattern)
     progress = False if args.no_progress else None
 
@@ -111,11 +131,18 @@ def run_train(args: argparse.Namespace) -> int:
         counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
         counting_seconds = time.perf_counter() - start
         # For the under-trained tokens: the merge loop's final segmentation of the corpus, as the tokenizer encodes it.
-        token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
-        vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, progress=progress,
-                                              token_counts=token_counts)
+        options = {"progress": progress, "min_frequency": args.min_frequency,
+                   "max_token_length": args.max_token_length}
+        if base is None:
+            token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
+            vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,
+                                                  **options)
+        else:  # ids by the base's, which may leave gaps: one count per id up to the largest new one
+            token_counts = np.zeros(max(base.vocab) + 1 + args.vocab_size - len(base.vocab), dtype=COUNT_DTYPE)
+            vocab, merges = extend_bpe_from_counts(base, counts, args.vocab_size, token_counts=token_counts,
+                                                   **options)
         training_seconds = time.perf_counter() - start
-        token_counts = token_counts[:len(vocab)]
+        token_counts = token_counts[:max(vocab) + 1]
         peak_memory_mb = peak_memory_bytes() / 1e6
         if len(vocab) < args.vocab_size:
             print(f"hf-bpe train: note: no pairs left to merge, so the vocabulary has {len(vocab)} tokens, "
@@ -136,6 +163,10 @@ def run_train(args: argparse.Namespace) -> int:
             "hf_bpe_version": __version__,
             "unicode_version": UNICODE_VERSION,
             "pattern": preset_name(pattern) or pattern,
+            "extends": None if base is None else {"base": args.extend, "vocab_size": len(base.vocab),
+                                                  "merges": len(base.merges)},
+            "min_frequency": args.min_frequency,
+            "max_token_length": args.max_token_length,
             "date": datetime.date.today().isoformat(),
             "license": args.license,
             "dataset_names": card_dataset_names(args, source),
@@ -157,6 +188,27 @@ def run_train(args: argparse.Namespace) -> int:
           f"{summary_note(token_counts, vocab, special_tokens)}{replacement_note(training_info)}",
           file=sys.stderr)
     return 0
+
+
+def extension_base(args: argparse.Namespace) -> Any:
+    """The `hf_bpe.Tokenizer` of --extend BASE, or None without it; InputError for options that BASE decides (the
+    pattern, the special tokens), a BASE that is not a tokenizer, and a --vocab-size not larger than BASE's. Sets
+    `args.pattern` to BASE's, which the corpus is counted with."""
+    if args.extend is None:
+        return None
+    for flag, given in (("--pattern", args.pattern), ("--special-token", args.special_tokens),
+                        ("--no-special-tokens", args.no_special_tokens), ("--pad-token", args.pad_token)):
+        if given:
+            raise InputError(f"--extend takes the pattern and special tokens from BASE, so {flag} cannot be given")
+    from hf_bpe.evaluation.baselines import resolve_baseline
+    from hf_bpe.train.extend import load_base
+
+    base = load_base(args.extend) if Path(args.extend).is_dir() else resolve_baseline(args.extend).tokenizer
+    if args.vocab_size <= len(base.vocab):
+        raise InputError(f"--vocab-size {args.vocab_size} must be larger than the {len(base.vocab):,} tokens of "
+                         f"--extend {args.extend}: it is the final size, BASE's tokens included")
+    args.pattern = base.pattern
+    return base
 
 
 def training_special_tokens(args: argparse.Namespace) -> list[str]:

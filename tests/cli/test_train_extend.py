@@ -1,0 +1,107 @@
+"""`hf-bpe train --extend BASE` (and --min-frequency, --max-token-length) as real processes: the saved directory keeps
+every base id and merge, every loader gives the same ids, those ids are the training segmentation (the token counts
+the merge loop left), and bad options stop with one line, exit code 2, and nothing written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hf_bpe.evaluation.baselines import GPT2_FILES
+from hf_bpe.formats.gpt2 import load_gpt2
+from tests import FIXTURES, REPO
+from tests.cli.faults import EOT, finish, one_line, start
+from tests.hf.test_loading import Loader
+
+LOADERS = ("auto", "tokenizers", "hf_bpe_class", "hf_bpe", "tiktoken")
+NEW_MERGES = 300
+
+
+def run(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hf_bpe.cli", "train", *arguments], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def extended(tmp_path_factory: pytest.TempPathFactory):
+    """GPT-2 extended by NEW_MERGES merges on German and mixed text, by a real `hf-bpe train --extend gpt2`."""
+    work = tmp_path_factory.mktemp("extend")
+    corpus = work / "corpus.txt"
+    corpus.write_text((FIXTURES / "german.txt").read_text(encoding="utf-8") + EOT
+                      + (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    out = work / "extended"
+    process = start("train", str(corpus), "--extend", "gpt2", "--vocab-size", str(50257 + NEW_MERGES), "--out",
+                    str(out), "--workers", "1", "--no-progress")
+    stderr = finish(process, timeout=300)
+    assert process.returncode == 0, stderr
+    return work, corpus, out
+
+
+def test_extension_keeps_every_gpt2_id_and_merge(extended) -> None:
+    _, _, out = extended
+    base_vocab, base_merges = load_gpt2(GPT2_FILES / "vocab.json", GPT2_FILES / "merges.txt")
+    vocab, merges = load_gpt2(out / "vocab.json", out / "merges.txt")
+    assert all(vocab[token_id] == token for token_id, token in base_vocab.items())
+    assert merges[:len(base_merges)] == base_merges and len(merges) == len(base_merges) + NEW_MERGES
+    assert sorted(set(vocab) - set(base_vocab)) == list(range(50257, 50257 + NEW_MERGES))
+    info = json.loads((out / "hf_bpe_training.json").read_text())
+    assert info["extends"] == {"base": "gpt2", "vocab_size": 50257, "merges": 50000}
+
+
+def test_every_loader_gives_the_training_segmentation(extended) -> None:
+    work, corpus, out = extended
+    documents = corpus.read_text(encoding="utf-8").split(EOT)
+    loaders = {name: Loader(name, [out], [[EOT]], work) for name in LOADERS}
+    try:
+        for loader in loaders.values():
+            loader.handshake()
+        ids = {name: loader.encode(0, documents) for name, loader in loaders.items()}
+    finally:
+        for loader in loaders.values():
+            loader.close()
+    for name, got in ids.items():
+        assert got == ids["tokenizers"], f"{name} differs from tokenizers"
+    # The merge loop's final segmentation of the corpus, as the training record keeps it, is what they encode.
+    trained = np.load(out / "token_counts.npy")
+    encoded = np.bincount(np.concatenate([np.array(document_ids, dtype=np.int64) for document_ids in ids["auto"]]),
+                          minlength=len(trained))
+    assert encoded.tolist() == trained.tolist()
+    assert encoded[50257:].sum() > 0  # the new tokens are used
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--extend", "no/such/base"], "no/such/base: not a tokenizer directory, nor a baseline"),
+    (["--extend", "gpt2", "--vocab-size", "50257"], "--vocab-size 50257 must be larger than the 50,257 tokens"),
+    (["--extend", "gpt2", "--pattern", "cl100k"], "--pattern cannot be given"),
+    (["--extend", "gpt2", "--special-token", "<pad>"], "--special-token cannot be given"),
+    (["--min-frequency", "-1"], "--min-frequency must be an int >= 0"),
+    (["--max-token-length", "0"], "--max-token-length must be None or an int >= 1"),
+])
+def test_bad_options_stop_before_any_work(tmp_path, arguments: list[str], message: str) -> None:
+    out = tmp_path / "out"
+    options = ["--vocab-size", "50300"] if "--vocab-size" not in arguments else []
+    result = run(str(FIXTURES / "german.txt"), "--out", str(out), *options, *arguments)
+    assert result.returncode == 2
+    assert message in one_line(result.stderr)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_extend_from_a_saved_directory_and_trainer_options(tmp_path) -> None:
+    """A directory hf_bpe saved is a BASE too; --min-frequency stops early, --max-token-length bounds the tokens."""
+    base = tmp_path / "base"
+    result = run(str(FIXTURES / "corpus.en"), "--vocab-size", "400", "--out", str(base), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "extended"
+    result = run(str(FIXTURES / "german.txt"), "--extend", str(base), "--vocab-size", "5000", "--out", str(out),
+                 "--min-frequency", "3", "--max-token-length", "6", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    base_vocab, _ = load_gpt2(base / "vocab.json", base / "merges.txt")
+    vocab, _ = load_gpt2(out / "vocab.json", out / "merges.txt")
+    new_tokens = [token for token_id, token in vocab.items() if token_id not in base_vocab]
+    assert new_tokens and len(vocab) < 5000  # stopped at --min-frequency
+    assert max(map(len, new_tokens)) < 6
+    assert sorted(set(vocab) - set(base_vocab)) == list(range(400, 400 + len(new_tokens)))
