@@ -231,6 +231,8 @@ def _check_counts(counts: Mapping[bytes, int], special_tokens: list[str]) -> Non
     if not isinstance(counts, Mapping):
         raise TypeError(f"counts must be a mapping from pre-token bytes to counts, got {type(counts).__name__}")
     special_bytes = [token.encode("utf-8") for token in special_tokens]
+    if _plainly_valid(counts, special_bytes):
+        return  # the common case, checked in C; the loop below finds and names what is wrong
     for token, count in counts.items():
         if not isinstance(token, bytes):
             raise TypeError(f"counts keys must be bytes, got {type(token).__name__}: {token!r}")
@@ -244,3 +246,18 @@ def _check_counts(counts: Mapping[bytes, int], special_tokens: list[str]) -> Non
             raise ValueError(f"count of pre-token {token!r} must be positive, got {count}")
 
 
+def _plainly_valid(counts: Mapping[bytes, int], special_bytes: list[bytes]) -> bool:
+    """Whether every key is bytes without a special token and every count a positive int, by C-level passes.
+
+    A special token's UTF-8 never holds the byte 0xFF, so in the keys joined by it, a special token occurs only
+    inside a key.
+
+    >>> _plainly_valid({b"a<s": 1, b">b": 2}, [b"<s>"]), _plainly_valid({b"a<s>": 1}, [b"<s>"])
+    (True, False)
+    """
+    if not set(map(type, counts)) <= {bytes} or not set(map(type, counts.values())) <= {int}:
+        return False
+    if min(counts.values(), default=1) <= 0:
+        return False
+    joined = b"\xff".join(counts)
+    return not any(special in joined for special in special_bytes)
