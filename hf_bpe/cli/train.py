@@ -18,7 +18,7 @@ from typing import Any
 
 from hf_bpe.cli.options import add_progress_argument, check_workers
 from hf_bpe.common.errors import InputError, describe_os_error
-from hf_bpe.common.parallel import peak_memory_bytes
+from hf_bpe.common.parallel import peak_memory_bytes, seconds_since_start
 
 DEFAULT_SPECIAL_TOKENS = ["<|endoftext|>"]
 DEFAULT_VOCAB_SIZE = 8192
@@ -84,6 +84,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_card_metadata_arguments(parser.add_argument_group("model card"))
     parser.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also print the seconds each phase took, as one JSON object on stderr: start-up "
+                             "(from the process start), counting, merging (with the token counts, taken from the "
+                             "merge loop's final state), writing the tokenizer files, the model card, and the total")
     add_progress_argument(parser)
 
 
@@ -127,6 +131,7 @@ def run_train(args: argparse.Namespace) -> int:
     out: Path = args.out
     needed = minimum_output_bytes(args.vocab_size, len(special_tokens), None if source else local_bytes(inputs))
     with staging_directory(out, replace=args.force, min_free_bytes=needed) as staging:
+        startup_seconds = seconds_since_start()
         start = time.perf_counter()
         counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
         counting_seconds = time.perf_counter() - start
@@ -173,12 +178,15 @@ def run_train(args: argparse.Namespace) -> int:
             "token_counts": token_counts_record(token_counts),
         }
         try:
+            writing_start = time.perf_counter()
             save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token,
                                      pattern=pattern)
             save_token_counts(staging, token_counts)
             (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
+            card_start = time.perf_counter()
             write_model_card(staging, training_info=training_info, plots=False, token_counts=token_counts,
                              tokenizer=Tokenizer(vocab, merges, special_tokens, pattern=pattern))
+            card_seconds = time.perf_counter() - card_start
         except OSError as error:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
@@ -187,6 +195,13 @@ def run_train(args: argparse.Namespace) -> int:
           f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB)"
           f"{summary_note(token_counts, vocab, special_tokens)}{replacement_note(training_info)}",
           file=sys.stderr)
+    if args.verbose:
+        total = seconds_since_start()
+        phases = {"startup": startup_seconds, "counting": counting_seconds,
+                  "merging": training_seconds - counting_seconds,
+                  "writing": card_start - writing_start, "card": card_seconds, "total": total}
+        print("hf-bpe train: phases " + json.dumps({name: None if seconds is None else round(seconds, 3)
+                                                    for name, seconds in phases.items()}), file=sys.stderr)
     return 0
 
 

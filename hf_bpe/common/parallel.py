@@ -38,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -110,6 +111,21 @@ def worker_state() -> Any:
     if _worker_state is _NO_STATE:
         raise RuntimeError("worker_state() called outside a process_pool worker")
     return _worker_state
+
+
+def seconds_since_start() -> float | None:
+    """How long this process has been running, to the clock tick (Linux: its start time in /proc/self/stat against
+    the boot-time clock), or None where that is unknown: start-up (the interpreter, imports) included.
+
+    >>> 0 <= seconds_since_start() < 3600
+    True
+    """
+    try:
+        with open("/proc/self/stat", "rb") as file:
+            fields = file.read().rsplit(b")", 1)[1].split()  # the name, in parentheses, may hold spaces
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def progress_bar(progress: bool | None, **tqdm_options: Any) -> Any:

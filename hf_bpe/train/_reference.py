@@ -207,3 +207,41 @@ def reference_train(texts: Iterable[str], vocab_size: int, special_tokens: Seque
     """Train by brute force on texts (each a separate document, further split at the special tokens)."""
     return reference_train_from_counts(reference_counts(texts, special_tokens, pattern), vocab_size, special_tokens,
                                        min_frequency=min_frequency, max_token_length=max_token_length)
+
+
+def reference_superword_pretokenize(text: str) -> list[str]:
+    r"""SuperBPE's published stage-2 pre-tokens, made as its two `tokenizers` steps make them, by the `regex` module:
+    `Digits(individual_digits=False)` isolates each run of numeric characters, then `Split` cuts each piece before
+    every group of three digits that ends a run of digits (`(?=(\d{3})+(?!\d))`); empty pieces are dropped.
+
+    >>> reference_superword_pretokenize("By the way, 1234567 is ½12345")
+    ['By the way, ', '1', '234', '567', ' is ', '½12', '345']
+    """
+    return [part for piece in regex.split(r"(\p{N}+)", text)
+            for part in regex.split(r"(?=(?:\d{3})+(?!\d))", piece) if part]
+
+
+def reference_superword_train(texts: Sequence[str], vocab_size: int, transition: int,
+                              special_tokens: Sequence[str] = (), pattern: str | None = None,
+                              superword_pattern: str | None = None
+                              ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """SuperBPE by brute force: train with `pattern` up to `transition` tokens (counted as `vocab_size` counts them:
+    bytes, merges and special tokens), then continue from those merges (`reference_extend_from_counts`) on the texts
+    cut with `superword_pattern` (None: `reference_superword_pretokenize`) up to `vocab_size`. The special tokens
+    take the last ids, after both stages' merges.
+    """
+    _, merges = reference_train(texts, transition, special_tokens, pattern)
+    base = {byte: bytes([byte]) for byte in range(256)} | {256 + rank: left + right
+                                                           for rank, (left, right) in enumerate(merges)}
+    if superword_pattern is None:
+        documents = reference_counts(texts, special_tokens, r"[\s\S]+")  # each document whole
+        counts: Counter[bytes] = Counter()
+        for document, count in documents.items():
+            for pretoken in reference_superword_pretokenize(document.decode("utf-8")):
+                counts[pretoken.encode("utf-8")] += count
+    else:
+        counts = reference_counts(texts, special_tokens, superword_pattern)
+    vocab, merges = reference_extend_from_counts(counts, base, merges, vocab_size - len(special_tokens))
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    return vocab, merges

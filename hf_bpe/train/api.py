@@ -7,28 +7,27 @@ Each checks its arguments before any work, counts pre-tokens (`hf_bpe.train.coun
 
 from __future__ import annotations
 
-import operator
 import os
-import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
-from hf_bpe.common.parallel import peak_memory_bytes
 from hf_bpe.formats.gpt2 import str_to_token, unicode_to_bytes
 from hf_bpe.pretokenize import resolve_pattern, validate_special_tokens
+from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
+from hf_bpe.train.superword import check_superword_options, continue_with_superwords
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
               *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
               verbose: bool = False, engine: str = "local", ray_address: str | None = None,
-              pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
-              ) -> tuple[Vocab, Merges]:
+              pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None,
+              superword_from: int | None = None, superword_pattern: str | None = None) -> tuple[Vocab, Merges]:
     """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
 
     Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
@@ -44,6 +43,11 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     alphabet: one per byte; so `max_token_length=16` gives tokens of at most 15 bytes). Continuing from a base
     tokenizer: `hf_bpe.train.extend`.
 
+    `superword_from=T` trains SuperBPE's superword tokens (`hf_bpe.train.superword`): up to T tokens (counted as
+    `vocab_size` counts them) with `pattern`, then on the corpus counted again with `superword_pattern` (None:
+    SuperBPE's published pre-tokenization, "superword"), whose pre-tokens run across spaces. Save and encode the
+    result with the superword pattern.
+
     `engine="local"` counts pre-tokens in `num_workers` processes on this machine; `engine="ray"` counts them on the
     Ray cluster at `ray_address` (None: a running cluster found by Ray, else a local one; the inputs must be paths
     every node can read) and needs `pip install 'hf_bpe[ray]'`. Both give the same vocab and merges: the merge loop
@@ -55,22 +59,26 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
     check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(pattern)
+    stage_two = check_superword_options(superword_from, superword_pattern, vocab_size, specials)
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
-    start = time.perf_counter()
-    # The counts are never bound to a name here: they are freed as soon as the words are made from them.
-    words = _Words.of_counts(count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors,
-                                                      progress=progress, engine=engine_used, pattern=regex))
-    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start,
-                  min_frequency=min_frequency, max_token_length=max_token_length)
+
+    def count(regex: str) -> Mapping[bytes, int]:
+        return count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,
+                                        engine=engine_used, pattern=regex)
+
+    return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
+                          max_token_length)
 
 
 def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
                             num_workers: int | None = None, progress: bool | None = None, verbose: bool = False,
-                            pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
+                            pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None,
+                            superword_from: int | None = None, superword_pattern: str | None = None
                             ) -> tuple[Vocab, Merges]:
     """Train on an iterable of texts (e.g. a `datasets` column); each text is a separate document. `pattern`,
-    `min_frequency` and `max_token_length` as for `train_bpe`.
+    `min_frequency`, `max_token_length`, `superword_from` and `superword_pattern` as for `train_bpe` (for SuperBPE's
+    two counting passes, `texts` must be iterable twice: a list, a `datasets` column, not a generator).
 
     >>> vocab, merges = train_bpe_from_iterator(["low lower", "newest widest"], 258)
     >>> merges
@@ -81,11 +89,35 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
     check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(pattern)
+    stage_two = check_superword_options(superword_from, superword_pattern, vocab_size, specials)
+    if stage_two is not None and iter(texts) is texts:
+        raise TypeError("SuperBPE counts the texts twice: give a list or a dataset column, not an iterator")
+
+    def count(regex: str) -> Mapping[bytes, int]:
+        return count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress, pattern=regex)
+
+    return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
+                          max_token_length)
+
+
+def _train_counted(count: Callable[[str], Mapping[bytes, int]], regex: str, stage_two: tuple[int, str] | None,
+                   vocab_size: int, specials: list[str], progress: bool | None, verbose: bool, min_frequency: int,
+                   max_token_length: int | None) -> tuple[Vocab, Merges]:
+    """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
+    count again with the stage-2 pattern and continue."""
     start = time.perf_counter()
-    words = _Words.of_counts(count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress,
-                                                         pattern=regex))
-    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start,
-                  min_frequency=min_frequency, max_token_length=max_token_length)
+    # The counts are never bound to a name here: they are freed as soon as the words are made from them.
+    words = _Words.of_counts(count(regex))
+    options = {"min_frequency": min_frequency, "max_token_length": max_token_length}
+    if stage_two is None:
+        return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start,
+                      **options)
+    transition, superword_regex = stage_two
+    stage_one = _train(words, transition, specials, progress, verbose, time.perf_counter() - start, **options)
+    del words
+    start = time.perf_counter()
+    return continue_with_superwords(stage_one, count(superword_regex), vocab_size, specials, progress=progress,
+                                    verbose=verbose, counting_seconds=time.perf_counter() - start, **options)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -137,47 +169,6 @@ def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: 
     if verbose:
         report_training(distinct, counting_seconds, len(merges), time.perf_counter() - start)
     return vocab, merges
-
-
-def report_training(distinct: int, counting_seconds: float, num_merges: int, merging_seconds: float) -> None:
-    """The `verbose=True` summary line, on stderr."""
-    print(f"hf_bpe: {distinct:,} distinct pre-tokens counted in {counting_seconds:.2f} s, "
-          f"{num_merges:,} merges in {merging_seconds:.2f} s, "
-          f"peak memory {peak_memory_bytes() / (1 << 20):,.0f} MB", file=sys.stderr)
-
-
-def check_trainer_options(min_frequency: int, max_token_length: int | None) -> None:
-    """Refuse a `min_frequency` that is not an int >= 0 and a `max_token_length` that is not None or an int >= 1.
-
-    >>> check_trainer_options(2, 0)
-    Traceback (most recent call last):
-    ...
-    ValueError: max_token_length must be None or an int >= 1, got 0
-    """
-    for name, value, least in (("min_frequency", min_frequency, 0), ("max_token_length", max_token_length, 1)):
-        if value is None and name == "max_token_length":
-            continue
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < least:
-            allowed = "None or an int" if name == "max_token_length" else "an int"
-            raise ValueError(f"{name} must be {allowed} >= {least}, got {value!r}")
-
-
-def check_vocab_size(vocab_size: int, minimum: int) -> int:
-    """`vocab_size` as an int, at least `minimum`. Any integral number is a vocab size (`numpy.int64` too); a bool,
-    a float or a string is not.
-
-    >>> check_vocab_size(np.int64(300), 256)
-    300
-    """
-    if isinstance(vocab_size, (bool, np.bool_)):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}")
-    try:
-        vocab_size = operator.index(vocab_size)
-    except TypeError:
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}: {vocab_size!r}") from None
-    if vocab_size < minimum:
-        raise ValueError(f"vocab_size {vocab_size} is too small: it must be at least {minimum}")
-    return vocab_size
 
 
 def _check_arguments(vocab_size: int, special_tokens: Sequence[str] | None) -> tuple[int, list[str]]:

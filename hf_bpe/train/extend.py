@@ -45,7 +45,7 @@ from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
 from hf_bpe.formats.hf_directory import load_tokenizer_directory
 from hf_bpe.pretokenize import resolve_pattern
-from hf_bpe.train.api import check_trainer_options, check_vocab_size, report_training
+from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
 

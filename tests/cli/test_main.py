@@ -58,6 +58,16 @@ def test_train_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_verbose_prints_the_phases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", str(FIXTURES / "german.txt"), "--vocab-size", "400", "--out", str(tmp_path / "tok"),
+                 "--verbose"]) == 0
+    line, = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hf-bpe train: phases ")]
+    phases = json.loads(line.removeprefix("hf-bpe train: phases "))
+    assert list(phases) == ["startup", "counting", "merging", "writing", "card", "total"]
+    assert all(seconds >= 0 for seconds in phases.values())
+    assert phases["total"] >= sum(seconds for name, seconds in phases.items() if name != "total") - 0.02
+
+
 def test_help_explains_every_option() -> None:
     result = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "train", "--help"], capture_output=True, text=True)
     assert result.returncode == 0

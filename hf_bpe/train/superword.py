@@ -1,0 +1,121 @@
+"""SuperBPE (Liu, Hayase, Hofmann, Oh, Smith, Choi, "SuperBPE: Space Travel for Language Models", COLM 2025): BPE
+training in two stages, so that the vocabulary also holds *superwords*, tokens that bridge whitespace (" by the way").
+
+- **Stage 1** trains as usual, with the pre-tokenization `pattern`, up to the transition size `superword_from`
+  (counted as `vocab_size` counts: the 256 bytes, the merges and the special tokens).
+- **Stage 2** counts the corpus again, cut with the superword pattern (by default SuperBPE's published one,
+  `hf_bpe.pretokenize.superword`: only digit groups and special tokens cut, so a pre-token runs from one number to
+  the next across spaces and newlines). Each distinct stage-2 pre-token is split into stage-1 tokens by hf_bpe's
+  encoder, and the one merge loop goes on from that segmentation (`hf_bpe.train.extend`: the encoder's batch and
+  giant-pre-token kernels, in time linear in a pre-token's length and bounded memory) up to `vocab_size`.
+
+The result is laid out like any hf_bpe tokenizer (ids 0-255 the bytes, then the stage-1 merges, then the stage-2
+merges, then the special tokens) and is saved with the superword pattern: a text is pre-tokenized with it and its
+pre-tokens merged by rank, which gives the segmentation training ended with. `SuperwordStages` says which ids came
+from which stage. Plain reference: `hf_bpe.train._reference.reference_superword_train`.
+
+>>> from hf_bpe import train_bpe_from_iterator
+>>> vocab, merges = train_bpe_from_iterator(["the cat sat on the mat. the cat sat."] * 3, 270, superword_from=262)
+>>> [vocab[token_id] for token_id in range(256, 262)]  # stage 1: within GPT-2's pre-tokens
+[b'at', b'th', b'the', b'sat', b'cat', b' the']
+>>> [vocab[token_id] for token_id in range(262, 270)]  # stage 2: across spaces
+[b'cat ', b'cat sat', b' the ', b'the ', b'the cat sat', b'the cat sat ', b'the cat sat o', b'the cat sat on']
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hf_bpe.common.errors import InputError
+from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.pretokenize import resolve_pattern
+from hf_bpe.pretokenize.superword import SUPERWORD_NAME
+from hf_bpe.train.checks import report_training
+from hf_bpe.train.extend import extend_bpe_from_counts
+from hf_bpe.train.merge_loop import Merges, Vocab
+
+
+def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,
+                            special_tokens: Sequence[str]) -> tuple[int, str] | None:
+    """(the transition as an int, the regex text of the stage-2 pattern: `superword_pattern`, None meaning SuperBPE's
+    published one), or None without `superword_from`. The transition must be an int from 256 + the special tokens up
+    to `vocab_size`.
+
+    >>> check_superword_options(None, None, 1000, []) is None, check_superword_options(500, "o200k", 1000, [])[0]
+    (True, 500)
+    >>> check_superword_options(2000, None, 1000, [])
+    Traceback (most recent call last):
+    ...
+    ValueError: superword_from 2000 must be at most vocab_size (1000): stage 1 trains up to it
+    """
+    if superword_from is None:
+        if superword_pattern is not None:
+            raise ValueError("superword_pattern is the pattern of SuperBPE's stage 2: it needs superword_from")
+        return None
+    if isinstance(superword_from, (bool, np.bool_)):
+        raise TypeError(f"superword_from must be an int, got {superword_from!r}")
+    try:
+        transition = operator.index(superword_from)
+    except TypeError:
+        raise TypeError(f"superword_from must be an int, got {type(superword_from).__name__}: "
+                        f"{superword_from!r}") from None
+    least = 256 + len(special_tokens)
+    if transition < least:
+        raise ValueError(f"superword_from {transition} is too small: it counts the 256 byte tokens and the "
+                         f"{len(special_tokens)} special tokens too, so it must be at least {least}")
+    if transition > vocab_size:
+        raise ValueError(f"superword_from {transition} must be at most vocab_size ({vocab_size}): stage 1 trains up "
+                         f"to it")
+    return transition, resolve_pattern(SUPERWORD_NAME if superword_pattern is None else superword_pattern)
+
+
+def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[bytes, int], vocab_size: int,
+                             special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
+                             counting_seconds: float = 0.0, token_counts: np.ndarray | None = None,
+                             min_frequency: int = 0, max_token_length: int | None = None) -> tuple[Vocab, Merges]:
+    """SuperBPE's stage 2: continue from stage 1's vocab and merges (special tokens last, as training returns them)
+    on `counts`, the corpus counted with the stage-2 pattern, up to `vocab_size` tokens with the special tokens,
+    which take the last ids again. `token_counts` (uint64, `vocab_size` entries) receives how often each id occurs in
+    the final segmentation of the counts.
+    """
+    vocab, merges = stage_one
+    ordinary = {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
+    base = Tokenizer(ordinary, merges)
+    start = time.perf_counter()
+    try:
+        vocab, merges = extend_bpe_from_counts(
+            base, counts, vocab_size - len(special_tokens), progress=progress,
+            min_frequency=min_frequency, max_token_length=max_token_length,
+            token_counts=None if token_counts is None else token_counts[:vocab_size - len(special_tokens)])
+    except InputError as error:
+        raise InputError(f"SuperBPE stage 2: {error}") from None
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    if verbose:
+        report_training(len(counts), counting_seconds, len(merges) - len(base.merges), time.perf_counter() - start)
+    return vocab, merges
+
+
+@dataclass(frozen=True)
+class SuperwordStages:
+    """Which ids came from which stage of a SuperBPE tokenizer, as ranges: `stage_one` (the merges learned with the
+    stage-1 pattern) and `stage_two` (the merges learned on superword pre-tokens).
+
+    >>> SuperwordStages.of(stage_one_merges=43, num_merges=50)
+    SuperwordStages(stage_one=range(256, 299), stage_two=range(299, 306))
+    """
+
+    stage_one: range
+    stage_two: range
+
+    @classmethod
+    def of(cls, stage_one_merges: int, num_merges: int) -> SuperwordStages:
+        return cls(range(256, 256 + stage_one_merges), range(256 + stage_one_merges, 256 + num_merges))
+
+
+__all__ = ["SuperwordStages", "check_superword_options", "continue_with_superwords"]

@@ -1,0 +1,97 @@
+"""Tests for SuperBPE training (hf_bpe.train.superword, `superword_from=` of train_bpe and train_bpe_from_iterator):
+the merges against the plain reference (hf_bpe.train._reference.reference_superword_train) with hypothesis, both
+counting paths, the saved directory's ids against the final segmentation of training, and the errors."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tokenizers
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_iterator
+from hf_bpe.pretokenize import compile_pattern
+from hf_bpe.train._reference import reference_superword_train
+from hf_bpe.train.count import count_pretokens_in_iterator
+from hf_bpe.train.superword import SuperwordStages, continue_with_superwords
+from tests import FIXTURES
+from tests.pretokenize.test_patterns import QWEN2, pattern_text
+
+ENDOFTEXT = "<|endoftext|>"
+# Text where numbers, spaces and repeated phrases meet; the characters are those on which the `regex` module's tables
+# (the reference's) agree with the pinned ones.
+PHRASES = ["the cat", " sat on", " the mat", ". ", "\n\n", " by the way", "1234567", " 12", "½3", "\u0661\u0662",
+           "x", " ", ENDOFTEXT, "\xa0", "\u3000"]
+superword_corpus = st.lists(st.lists(st.sampled_from(PHRASES), max_size=25).map("".join) | pattern_text,
+                            min_size=1, max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=superword_corpus, merges=st.integers(0, 40), stage_one=st.integers(0, 30),
+       pattern=st.sampled_from([None, "cl100k", QWEN2]), superword_pattern=st.sampled_from([None, r"\S+|\s+"]))
+@example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way"] * 3, merges=40, stage_one=10,
+         pattern=None, superword_pattern=None)
+def test_superword_merges_equal_the_reference(texts: list[str], merges: int, stage_one: int, pattern: str | None,
+                                              superword_pattern: str | None) -> None:
+    transition, vocab_size = 257 + stage_one, 257 + stage_one + merges
+    expected = reference_superword_train(texts, vocab_size, transition, [ENDOFTEXT], pattern, superword_pattern)
+    assert train_bpe_from_iterator(texts, vocab_size, [ENDOFTEXT], num_workers=1, pattern=pattern,
+                                   superword_from=transition, superword_pattern=superword_pattern) == expected
+
+
+def test_files_and_worker_processes_train_the_same_superwords(tmp_path: Path) -> None:
+    texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)
+    path = tmp_path / "corpus.txt"
+    path.write_text(ENDOFTEXT.join(texts), encoding="utf-8")
+    expected = reference_superword_train(texts[:8], 420, 330, [ENDOFTEXT])
+    assert train_bpe_from_iterator(texts[:8], 420, [ENDOFTEXT], superword_from=330) == expected
+    from_files = train_bpe(path, 600, [ENDOFTEXT], num_workers=2, superword_from=450, progress=False)
+    assert from_files == train_bpe_from_iterator(texts, 600, [ENDOFTEXT], num_workers=1, superword_from=450)
+    vocab, merges = from_files
+    assert vocab[599] == ENDOFTEXT.encode() and len(merges) == 600 - 257
+    # Stage 1 is plain training up to the transition; stage 2 adds tokens across spaces.
+    assert merges[:450 - 257] == train_bpe(path, 450, [ENDOFTEXT], num_workers=1, progress=False)[1]
+    stages = SuperwordStages.of(450 - 257, len(merges))
+
+    def bridges_a_space(token_id: int) -> bool:
+        return re.search(rb"[^\s] ", vocab[token_id]) is not None
+
+    assert any(map(bridges_a_space, stages.stage_two)) and not any(map(bridges_a_space, stages.stage_one))
+
+
+def test_the_saved_directory_encodes_as_training_ended(tmp_path: Path) -> None:
+    # The final segmentation of the stage-2 pre-tokens (token_counts, from the merge loop) is what every loader gives:
+    # tokenizers (the published Digits + Split spelling of tokenizer.json) and hf_bpe's Tokenizer encode the corpus
+    # to exactly these counts. tests/hf/test_loading.py compares all six loaders on a SuperBPE directory.
+    texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)[:20]
+    texts.append("It costs 1234567 dollars, by the way. " * 5)
+    stage_one = train_bpe_from_iterator(texts, 500, [ENDOFTEXT])
+    counts = count_pretokens_in_iterator(texts, [ENDOFTEXT], num_workers=1, pattern="superword")
+    token_counts = np.zeros(700, dtype=np.uint64)
+    vocab, merges = continue_with_superwords(stage_one, counts, 700, [ENDOFTEXT], token_counts=token_counts)
+    directory = save_tokenizer_directory(tmp_path / "superword", vocab, merges, [ENDOFTEXT], pattern="superword")
+    theirs = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+    ours = Tokenizer(vocab, merges, [ENDOFTEXT], pattern="superword")
+    expected = Counter({token_id: int(count) for token_id, count in enumerate(token_counts) if count})
+    assert Counter(token_id for text in texts for token_id in theirs.encode(text).ids) == expected
+    assert Counter(token_id for text in texts for token_id in ours.encode(text)) == expected
+    assert " dollars, by the way. It costs " in compile_pattern("superword").findall(texts[-1])
+
+
+def test_bad_options_are_refused_before_any_work(tmp_path: Path) -> None:
+    missing = tmp_path / "not-read.txt"
+    with pytest.raises(ValueError, match=re.escape("superword_from 1000 must be at most vocab_size (500)")):
+        train_bpe(missing, 500, superword_from=1000)
+    with pytest.raises(ValueError, match="it must be at least 257"):
+        train_bpe(missing, 500, [ENDOFTEXT], superword_from=256)
+    with pytest.raises(TypeError, match="superword_from must be an int"):
+        train_bpe(missing, 500, superword_from=300.0)
+    with pytest.raises(ValueError, match="needs superword_from"):
+        train_bpe(missing, 500, superword_pattern="superword")
+    with pytest.raises(TypeError, match="not an iterator"):
+        train_bpe_from_iterator(iter(["a b"]), 300, superword_from=280)
