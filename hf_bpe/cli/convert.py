@@ -101,6 +101,7 @@ def run_convert(args: argparse.Namespace) -> int:
     from hf_bpe._version import __version__
     from hf_bpe.common.outputs import staging_directory
     from hf_bpe.evaluation.card import TRAINING_INFO_FILE, write_model_card
+    from hf_bpe.formats.directory_specials import describe_aliases
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
     from hf_bpe.formats.tiktoken_files import load_tiktoken
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
@@ -121,23 +122,28 @@ def run_convert(args: argparse.Namespace) -> int:
             "date": datetime.date.today().isoformat(),
         }
         try:
-            save_tokenizer_directory(staging, vocab, merges, special_tokens, pattern=pattern)
+            # tiktoken looks a pre-token up whole before merging: tokens it reaches no other way need that.
+            save_tokenizer_directory(staging, vocab, merges, special_tokens, pattern=pattern, ignore_merges=True)
             (staging / TRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
             write_model_card(staging, training_info=info,
                              title=f"Byte-level BPE tokenizer converted from {source.name}")
         except OSError as error:
             raise InputError(f"{args.out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
-    print(f"hf-bpe convert: wrote {args.out} ({len(vocab):,} tokens: {len(vocab) - len(merges) - len(special_tokens)} "
-          f"single bytes, {len(merges):,} merges derived from the ranks, {len(special_tokens)} special; pattern "
+    special_ids = set(special_tokens.values())  # several special tokens may share an id
+    whole_only = len(vocab) - 256 - len(merges) - len(special_ids)  # no merge makes them: found by lookup
+    print(f"hf-bpe convert: wrote {args.out} ({len(vocab):,} tokens: 256 single bytes, {len(merges):,} merges derived "
+          f"from the ranks, {whole_only:,} found only as whole pre-tokens, {len(special_tokens)} special; pattern "
           f"{preset_name(pattern) or repr(pattern)})", file=sys.stderr)
+    if len(special_ids) < len(special_tokens):
+        print(f"hf-bpe convert: {describe_aliases(vocab, special_tokens)}", file=sys.stderr)
     return 0
 
 
 def run_export_tiktoken(args: argparse.Namespace) -> int:
     """Run `hf-bpe export-tiktoken` with parsed arguments; InputError is left to the caller to report."""
     from hf_bpe.common.outputs import created_directories
-    from hf_bpe.formats.hf_directory import load_tokenizer_directory
+    from hf_bpe.formats.hf_directory import load_tokenizer_directory, read_directory_ignore_merges
     from hf_bpe.formats.tiktoken_files import write_tiktoken_file
     from hf_bpe.pretokenize import preset_name
 
@@ -151,14 +157,15 @@ def run_export_tiktoken(args: argparse.Namespace) -> int:
     pattern = loaded.pattern
     with created_directories(out.parent, out):
         try:
-            write_tiktoken_file(out, vocab, merges, special_tokens, replace=args.force)
+            write_tiktoken_file(out, vocab, merges, special_tokens, replace=args.force,
+                                ignore_merges=read_directory_ignore_merges(args.directory))
         except InputError:
             raise
         except ValueError as error:
             raise InputError(f"{args.directory}: cannot be written as a .tiktoken file: {error}") from None
-    ids = {token: token_id for token_id, token in vocab.items()}
-    special_ids = {token: ids[token.encode("utf-8")] for token in special_tokens}
-    print(f"hf-bpe export-tiktoken: wrote {out} ({len(vocab) - len(special_ids):,} ranks); a .tiktoken file holds "
+    special_ids = loaded.special_token_ids  # with those that share an id (formats.directory_specials)
+    print(f"hf-bpe export-tiktoken: wrote {out} ({len(vocab) - len(set(special_ids.values())):,} ranks); a .tiktoken "
+          f"file holds "
           f"neither the pattern ({preset_name(pattern) or 'custom'}) nor the special tokens: pass them to tiktoken "
           f"as printed on stdout", file=sys.stderr)
     print(tiktoken_snippet(out, pattern, special_ids, name=Path(args.directory).resolve().name))

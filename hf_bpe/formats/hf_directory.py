@@ -24,12 +24,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import read_small_text, write_text_atomically
+from hf_bpe.formats.directory_specials import (
+    ALIASES_KEY,
+    read_aliases,
+    special_tokens_of_config,
+    split_aliases,
+    with_aliases,
+)
 from hf_bpe.formats.gpt2 import (
     load_gpt2_merges,
     load_gpt2_vocab,
@@ -115,19 +122,23 @@ tokenizer = AutoTokenizer.from_pretrained("path/to/this/directory")
 
 
 def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int, bytes],
-                             merges: Sequence[tuple[bytes, bytes]], special_tokens: Sequence[str], *,
+                             merges: Sequence[tuple[bytes, bytes]],
+                             special_tokens: Sequence[str] | Mapping[str, int], *,
                              model_max_length: int | None = None, pad_token: str | None = None,
                              added_tokens: Sequence[AddedTokenSpec] = (),
-                             config: dict[str, Any] | None = None, pattern: str | None = None) -> Path:
+                             config: dict[str, Any] | None = None, pattern: str | None = None,
+                             ignore_merges: bool = False) -> Path:
     """Write a tokenizer that every HuggingFace loader reads into `directory` (created if needed); return its path.
 
     `vocab` maps ids to token bytes and `merges` lists the merged pairs in rank order, as `hf_bpe.train_bpe` returns
-    them; every special token must be in `vocab` (as its UTF-8 bytes). Like GPT-2, `<|endoftext|>` (else the first
+    them; every special token must be in `vocab` (as its UTF-8 bytes), or, given as tiktoken's {token: id}, share the
+    id of one that is (`hf_bpe.formats.directory_specials`). Like GPT-2, `<|endoftext|>` (else the first
     special token) becomes the bos, eos and unk token; `pad_token`, if given, must be one of `special_tokens`.
     `model_max_length` is the longest input the model takes (none by default). `added_tokens` are tokens added after
     training (`AddedTokenSpec`, ids following the vocab's), and `config` holds further `tokenizer_config.json`
     settings (`padding_side`, `chat_template`, ...). `pattern` is the pre-tokenization pattern the tokenizer was
-    trained with (a preset name or regex text; None: GPT-2's), kept in `tokenizer.json`. Each file is written
+    trained with (a preset name or regex text; None: GPT-2's), kept in `tokenizer.json`, as is `ignore_merges`
+    (a pre-token that is a token is that token, as tiktoken encodes: `hf-bpe convert` sets it). Each file is written
     atomically, but the set is not: write into a fresh directory and rename it for an atomic save.
 
     The directory loads with `AutoTokenizer.from_pretrained(directory)` (no hf_bpe needed), with
@@ -146,6 +157,7 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     >>> ids == HFBPETokenizer.from_pretrained(path)("lowest low<|endoftext|>")["input_ids"]
     True
     """
+    special_tokens, aliases = split_aliases(vocab, special_tokens)
     special_tokens = validate_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
     ids_by_token = {token: token_id for token_id, token in vocab.items()}
@@ -160,10 +172,12 @@ def save_tokenizer_directory(directory: str | os.PathLike[str], vocab: dict[int,
     save_gpt2(vocab, list(merges), directory, special_tokens)
     special_ids = {special: ids_by_token[special.encode("utf-8")] for special in special_tokens}
     write_text_atomically(directory / "tokenizer.json",
-                          build_tokenizers_json(vocab, merges, special_tokens, added_tokens, pattern=regex))
+                          build_tokenizers_json(vocab, merges, special_tokens, added_tokens, pattern=regex,
+                                                ignore_merges=ignore_merges))
     named = named_special_tokens(special_tokens, pad_token)
     _write_json(directory / "tokenizer_config.json",
-                {**tokenizer_config(named, special_ids, model_max_length, added_tokens), **(config or {})})
+                {**tokenizer_config(named, special_ids, model_max_length, added_tokens),
+                 **({ALIASES_KEY: aliases} if aliases else {}), **(config or {})})
     _write_json(directory / "special_tokens_map.json", named)
     write_text_atomically(directory / f"{MODULE_NAME}.py", MODULE_SOURCE)
     write_minimal_card(directory, len(vocab) + len(added_tokens), len(merges), special_tokens, pattern=regex)
@@ -245,7 +259,7 @@ def tokenizer_config(named: dict[str, Any], special_ids: dict[str, int], model_m
 
 def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
                           special_tokens: Sequence[str], added_tokens: Sequence[AddedTokenSpec] = (), *,
-                          pattern: str | None = None) -> str:
+                          pattern: str | None = None, ignore_merges: bool = False) -> str:
     """The `tokenizer.json` text for a `tokenizers` byte-level BPE tokenizer, laid out like GPT-2's (with another
     `pattern`, its pre-tokenizer laid out like Llama 3's: see the module docstring).
 
@@ -256,7 +270,7 @@ def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes,
     specials = {token.encode("utf-8"): token for token in special_tokens}
     string_vocab = {specials.get(token) or token_to_str(token): token_id for token_id, token in vocab.items()}
     string_merges = [(token_to_str(left), token_to_str(right)) for left, right in merges]
-    tokenizer = Tokenizer(models.BPE(vocab=string_vocab, merges=string_merges))
+    tokenizer = Tokenizer(models.BPE(vocab=string_vocab, merges=string_merges, ignore_merges=ignore_merges))
     regex = resolve_pattern(pattern)
     if regex == GPT2_PATTERN:
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -337,19 +351,22 @@ def tokenizers_json_model(content: Any, path: Path
 
 
 class LoadedTokenizer(tuple):  # type: ignore[type-arg]
-    """What `load_tokenizer_directory` returns: the tuple (vocab, merges, special_tokens), and `pattern`, the regex
-    text of the pre-tokenization pattern."""
+    """What `load_tokenizer_directory` returns: the tuple (vocab, merges, special_tokens), `pattern`, the regex
+    text of the pre-tokenization pattern, and `special_token_ids`, every special token's id as tiktoken's
+    `special_tokens`, with those that share the id of one of `special_tokens` (`hf_bpe.formats.directory_specials`):
+    `Tokenizer(vocab, merges, loaded.special_token_ids)` encodes them as tiktoken does."""
 
     pattern: str
+    special_token_ids: dict[str, int]
 
     def __new__(cls, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str],
-                pattern: str) -> LoadedTokenizer:
+                pattern: str, special_token_ids: dict[str, int]) -> LoadedTokenizer:
         loaded = super().__new__(cls, (vocab, merges, special_tokens))
-        loaded.pattern = pattern
+        loaded.pattern, loaded.special_token_ids = pattern, special_token_ids
         return loaded
 
     def __getnewargs__(self) -> tuple[Any, ...]:
-        return (*self, self.pattern)
+        return (*self, self.pattern, self.special_token_ids)
 
 
 def load_tokenizer_directory(directory: str | os.PathLike[str]) -> LoadedTokenizer:
@@ -378,14 +395,32 @@ def load_tokenizer_directory(directory: str | os.PathLike[str]) -> LoadedTokeniz
     vocab = load_gpt2_vocab(vocab_path)
     merges = load_gpt2_merges(merges_path)
     vocab_strings = read_json(vocab_path)
-    special_tokens = _special_tokens_of(directory / "tokenizer_config.json", vocab_strings)
+    config_path = directory / "tokenizer_config.json"
+    config = read_json(config_path)
+    special_tokens = special_tokens_of_config(config, config_path, vocab_strings)
+    special_ids = {}
     for special in special_tokens:
         # vocab.json holds special tokens as plain text, which may look like byte-mapped text: read them as text.
         # Tokens added after training (by `tok.add_tokens` + `save_pretrained`) follow the vocab.json ids.
-        token_id = vocab_strings[special] if special in vocab_strings else len(vocab)
+        token_id = special_ids[special] = vocab_strings[special] if special in vocab_strings else len(vocab)
         vocab[token_id] = special.encode("utf-8")
     pattern = _check_tokenizer_json(directory / "tokenizer.json", vocab_strings, merges_path, special_tokens)
-    return LoadedTokenizer(vocab, merges, special_tokens, pattern)
+    aliases = read_aliases(config, config_path, special_ids)
+    return LoadedTokenizer(vocab, merges, special_tokens, pattern, with_aliases(special_ids, aliases))
+
+
+def read_directory_ignore_merges(path: str | os.PathLike[str]) -> bool:
+    """Whether the BPE model of a saved directory (or of its `tokenizer.json`) looks a pre-token up whole before
+    merging (`tokenizers`' `ignore_merges`, which `hf-bpe convert` sets, as tiktoken does it): pass it on to
+    `hf_bpe.Tokenizer.from_files`."""
+    path = Path(path)
+    return ignore_merges_of_tokenizers_json(read_json(path / "tokenizer.json" if path.is_dir() else path))
+
+
+def ignore_merges_of_tokenizers_json(content: Any) -> bool:
+    """`read_directory_ignore_merges` of a `tokenizer.json`'s parsed content (False where it does not say)."""
+    model = content.get("model") if isinstance(content, dict) else None
+    return bool(model.get("ignore_merges", False)) if isinstance(model, dict) else False
 
 
 def read_directory_pattern(path: str | os.PathLike[str]) -> str:
@@ -427,47 +462,6 @@ def _is_split(step: Any, regex: str) -> bool:
 def _is_byte_level_alone(step: Any) -> bool:
     return isinstance(step, dict) and step.get("type") == "ByteLevel" and step.get("use_regex") is False \
         and not step.get("add_prefix_space", False)
-
-
-def _special_tokens_of(config_path: Path, vocab_strings: dict[str, int]) -> list[str]:
-    config = read_json(config_path)
-    if not isinstance(config, dict):
-        raise InputError(f"{config_path}: expected a JSON object")
-    added = config.get("added_tokens_decoder") or {}
-    if not isinstance(added, dict):
-        raise InputError(f"{config_path}: added_tokens_decoder must be an object mapping ids to tokens")
-    special_by_id: dict[int, str] = {}
-    for key, entry in added.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) or not key.isdigit():
-            raise InputError(f"{config_path}: added_tokens_decoder entry {key!r} is not an id with a token")
-        token = entry["content"]
-        if token not in vocab_strings:
-            if int(key) < len(vocab_strings):
-                raise InputError(f"{config_path}: added token {token!r} is not in vocab.json")
-            special_by_id[int(key)] = token  # added after training: matched before BPE, special or not
-            continue
-        if vocab_strings[token] != int(key):
-            raise InputError(f"{config_path}: added token {token!r} has id {key} but vocab.json gives it id "
-                             f"{vocab_strings[token]}")
-        if entry.get("special", False):
-            special_by_id[int(key)] = token
-    beyond = sorted(token_id for token_id in special_by_id if special_by_id[token_id] not in vocab_strings)
-    if beyond and beyond != list(range(len(vocab_strings), len(vocab_strings) + len(beyond))):
-        raise InputError(f"{config_path}: added tokens have ids {beyond}, which do not follow vocab.json's "
-                         f"{len(vocab_strings)} tokens")
-    added_contents = {token for token in special_by_id.values()}
-    named = [(name, config[name]) for name in ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
-                                                "cls_token", "mask_token") if config.get(name) is not None]
-    named += [("additional_special_tokens", token) for token in config.get("additional_special_tokens") or []]
-    for name, token in named:
-        if isinstance(token, dict):  # transformers 4 sometimes writes AddedToken objects
-            token = token.get("content")
-        if isinstance(token, str) and token in added_contents:
-            continue
-        if not isinstance(token, str) or token not in vocab_strings:
-            raise InputError(f"{config_path}: {name} {token!r} is not in vocab.json")
-        special_by_id.setdefault(vocab_strings[token], token)
-    return [special_by_id[token_id] for token_id in sorted(special_by_id)]
 
 
 def _check_tokenizer_json(path: Path, expected_vocab: dict[str, int], merges_path: Path,

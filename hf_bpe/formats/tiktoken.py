@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def tiktoken_encoding(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                      special_tokens: Sequence[str] = (), name: str = "hf_bpe", *, pattern: str | None = None
+                      special_tokens: Sequence[str] | Mapping[str, int] = (), name: str = "hf_bpe", *,
+                      pattern: str | None = None
                       ) -> tiktoken.Encoding:
     """Build the tiktoken equivalent of `Tokenizer(vocab, merges, special_tokens, pattern=pattern)`: same pattern
     (a preset name or regex text; None: GPT-2's), same ids.
@@ -38,7 +39,8 @@ def tiktoken_encoding(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, 
     merged_ids = list(dict.fromkeys(ids[left + right] for left, right in merges))
     if any(later <= earlier for earlier, later in zip(merged_ids, merged_ids[1:])):
         raise ValueError("merged tokens are not numbered in merge order, so tiktoken cannot use the ids as ranks")
-    specials = {token: ids[token.encode("utf-8")] for token in special_tokens}
+    specials = (dict(special_tokens) if isinstance(special_tokens, Mapping)  # tiktoken's table, ids maybe shared
+                else {token: ids[token.encode("utf-8")] for token in special_tokens})
     special_ids = set(specials.values())
     ranks = {token: token_id for token_id, token in vocab.items() if token_id not in special_ids}
     return tiktoken.Encoding(name=name, pat_str=resolve_pattern(pattern), mergeable_ranks=ranks,

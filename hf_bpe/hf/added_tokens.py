@@ -22,7 +22,7 @@ tokenizer instead (tests compare them on random text).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import regex
 
@@ -98,4 +98,20 @@ class AddedTokenSplitter:
         return segments
 
 
-__all__ = ["AddedTokenSpec", "AddedTokenSplitter"]
+def alias_specs(aliases: Mapping[str, int] | None, added: Mapping[int, AddedTokenSpec]) -> list[AddedTokenSpec]:
+    """The aliases of special tokens (`hf_bpe.formats.directory_specials`: further tokens for the id of one, as
+    tiktoken's o200k_harmony has them) as added tokens with that token's id and flags, for `AddedTokenSplitter`.
+    ValueError for an alias of an id that is no added token.
+
+    >>> [(spec.id, spec.content, spec.special) for spec in alias_specs({"<r>": 9}, {9: AddedTokenSpec(9, "<e>", True)})]
+    [(9, '<r>', True)]
+    """
+    specs = []
+    for content, token_id in (aliases or {}).items():
+        if token_id not in added:
+            raise ValueError(f"special token alias {content!r} has id {token_id!r}, which is no added token's")
+        specs.append(added[token_id]._replace(content=content))
+    return specs
+
+
+__all__ = ["AddedTokenSpec", "AddedTokenSplitter", "alias_specs"]

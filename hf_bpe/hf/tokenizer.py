@@ -34,9 +34,11 @@ from transformers.utils import PaddingStrategy, TensorType
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.formats.directory_specials import ALIASES_KEY
 from hf_bpe.formats.gpt2 import unicode_to_bytes
 from hf_bpe.formats.hf_directory import (
     ENDOFTEXT,
+    ignore_merges_of_tokenizers_json,
     merges_from_strings,
     pattern_of_tokenizers_json,
     read_json,
@@ -44,7 +46,7 @@ from hf_bpe.formats.hf_directory import (
     tokenizers_json_model,
     vocab_from_strings,
 )
-from hf_bpe.hf.added_tokens import AddedTokenSplitter
+from hf_bpe.hf.added_tokens import AddedTokenSplitter, alias_specs
 from hf_bpe.hf.encode_route import (
     EncodedText,
     EncodeOptions,
@@ -101,6 +103,9 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         kwargs.setdefault("clean_up_tokenization_spaces", False)
         given = [token for token in (pad_token, *named.values(), *kwargs.values()) if isinstance(token, AddedToken)]
         super().__init__(errors=errors, pad_token=pad_token, add_prefix_space=add_prefix_space, **named, **kwargs)
+        # Every __init__ argument with a default is in init_kwargs, as transformers expects (its generic tests check
+        # it); saving leaves the pattern out of tokenizer_config.json, since tokenizer.json holds it.
+        self.init_kwargs["pattern"] = self.pattern
         self._keep_flags_of(given)
         self._ready = True
         self._rebuild_added_tokens()
@@ -222,7 +227,9 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
         """Rebuild the decoder of added tokens and the splitter that finds them, with the ids the base class gave."""
         added = self._added_tokens_decoder
         self._tables.set_added_tokens([(token_id, token.content) for token_id, token in added.items()])
-        self._added_splitter = AddedTokenSplitter(self._added_token_specs(added.keys()))
+        specs = self._added_token_specs(added.keys())  # and the further tokens of a shared id (directory_specials)
+        aliases = alias_specs(self.init_kwargs.get(ALIASES_KEY), {spec.id: spec for spec in specs})
+        self._added_splitter = AddedTokenSplitter(specs + aliases)
 
     def tokenize(self, text: str, *args: Any, **kwargs: Any) -> list[str]:
         """The tokens of `text`, added tokens found as the fast tokenizer finds them (see hf_added_tokens)."""
@@ -372,23 +379,25 @@ def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str
     """
     json_path = Path(tokenizer_file) if tokenizer_file is not None and os.path.isfile(tokenizer_file) else None
     model_from_json = json_path is not None and all(given is None for given in (vocab, merges, vocab_file, merges_file))
-    # Parsed once, and only when needed: the file may be megabytes.
-    content = read_json(json_path) if json_path is not None and (pattern is None or model_from_json) else None
+    # Parsed once: the file may be megabytes. It has the pattern and `ignore_merges` (converted tiktoken files).
+    content = read_json(json_path) if json_path is not None else None
+    ignore_merges = ignore_merges_of_tokenizers_json(content)
     if pattern is None and json_path is not None:
         pattern = pattern_of_tokenizers_json(content, json_path)
     if vocab is not None or merges is not None:
         if vocab is None or merges is None:
             raise ValueError("HFBPETokenizer(vocab=..., merges=...) needs both the vocab and the merges")
         encoder = _encoder_of(vocab)
-        return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab", pattern)
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab", pattern,
+                                      ignore_merges)
     if model_from_json:
         encoder, byte_merges, _ = tokenizers_json_model(content, json_path)  # type: ignore[arg-type]
-        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, str(json_path), pattern)
+        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, str(json_path), pattern, ignore_merges)
     for path, name in ((vocab_file, "vocab.json"), (merges_file, "merges.txt")):
         if path is None or not os.path.isfile(path):
             raise InputError(f"{path or name}: no such file")
     assert vocab_file is not None and merges_file is not None
-    ordinary = Tokenizer.from_files(vocab_file, merges_file, pattern=pattern)
+    ordinary = Tokenizer.from_files(vocab_file, merges_file, pattern=pattern, ignore_merges=ignore_merges)
     # vocab.json itself, read as text: the strings transformers sees as tokens (special tokens as plain text).
     return read_json(Path(vocab_file)), ordinary
 
@@ -406,9 +415,9 @@ def _encoder_of(vocab: Any) -> dict[str, int]:
 
 
 def _tokenizer_of(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], source: str,
-                  pattern: str | None = None) -> Tokenizer:
+                  pattern: str | None = None, ignore_merges: bool = False) -> Tokenizer:
     try:
-        return Tokenizer(vocab, merges, pattern=pattern)
+        return Tokenizer(vocab, merges, pattern=pattern, ignore_merges=ignore_merges)
     except ValueError as error:  # a merge that does not fit the vocab, a token given twice
         raise InputError(f"{source}: {error}") from None
 

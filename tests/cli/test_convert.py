@@ -228,3 +228,37 @@ def test_help_names_both_commands_and_their_options() -> None:
         assert option in subcommands["convert"].format_help()
     for option in ["--out", "--force", "DIR"]:
         assert option in subcommands["export-tiktoken"].format_help()
+
+
+# ------------------------------------------------------------------------------- special tokens that share an id
+
+def test_convert_and_export_keep_o200k_harmonys_shared_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tiktoken's o200k_harmony table (with the test rank file of tests/encode/test_special_tokens.py) converts; the
+    directory encodes as tiktoken with hf_bpe's loaders; export gives back the file and the whole table, which
+    tiktoken, given the printed code, encodes with."""
+    from tests.encode.test_special_tokens import table
+
+    rank_file, arguments = table("o200k_harmony")
+    options = [option for token, token_id in arguments["special_tokens"].items()
+               for option in ("--special-token", f"{token}={token_id}")]
+    out = tmp_path / "harmony"
+    assert main(["convert", str(rank_file), "--pattern", "o200k", *options, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "1 special token shares the id of another ('<|reserved_200018|>' -> 200018, which decodes as " \
+           "'<|endofprompt|>')" in err and "tokenizers and the plain AutoTokenizer" in err
+    info = json.loads((out / "hf_bpe_training.json").read_text())
+    assert info["special_tokens"]["<|reserved_200018|>"] == info["special_tokens"]["<|endofprompt|>"] == 200018
+    encoding = tiktoken.Encoding(**arguments)
+    text = "x<|reserved_200018|>y<|endofprompt|> <|start|>z<|reserved_201087|>"
+    from hf_bpe import HFBPETokenizer
+
+    assert HFBPETokenizer.from_pretrained(out)(text)["input_ids"] == encoding.encode(text, allowed_special="all")
+    exported = tmp_path / "harmony.tiktoken"
+    assert main(["export-tiktoken", str(out), "--out", str(exported)]) == 0
+    assert exported.read_bytes() == rank_file.read_bytes()
+    namespace: dict = {}
+    exec(capsys.readouterr().out, namespace)  # the code the command prints for the user
+    printed: tiktoken.Encoding = namespace["encoding"]
+    assert printed._special_tokens == arguments["special_tokens"]
+    assert printed.encode(text, allowed_special="all") == encoding.encode(text, allowed_special="all")
+    assert printed.decode([200018]) == "<|endofprompt|>"

@@ -30,7 +30,6 @@ from hf_bpe import Tokenizer, train_bpe_from_iterator
 from hf_bpe.common.errors import InputError
 from hf_bpe.formats.tiktoken_files import load_tiktoken, write_tiktoken_file
 from tests import FIXTURES
-from tests.formats.test_tiktoken_files import cl100k_file
 
 ENCODINGS = list(openai_public.ENCODING_CONSTRUCTORS)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -53,6 +52,8 @@ test_rank_file.__test__ = False  # type: ignore[attr-defined]  # a helper, not a
 def table(name: str) -> tuple[Path, dict[str, Any]]:
     """(rank file, tiktoken's constructor arguments) of encoding `name`: its pattern and special tokens from
     `openai_public`, its ranks from the test rank file (cl100k_base's own file for cl100k_base)."""
+    from tests.formats.test_tiktoken_files import cl100k_file
+
     path = cl100k_file() if name == "cl100k_base" else test_rank_file()
     ranks = load_tiktoken_bpe(str(path))
     with pytest.MonkeyPatch.context() as patch:  # the constructors would download their files
