@@ -51,8 +51,13 @@ def harmony(directory: Path) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def loaders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    return harmony(tmp_path_factory.mktemp("harmony") / "o200k_harmony")
+def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("harmony") / "o200k_harmony"
+
+
+@pytest.fixture(scope="module")
+def loaders(directory: Path) -> dict[str, object]:
+    return harmony(directory)
 
 
 def encode_with(name: str, loader: object, text: str) -> list[int]:
@@ -107,3 +112,37 @@ def test_batches_of_texts_too(loaders: dict[str, object], texts: list[str]) -> N
     encoding: tiktoken.Encoding = loaders["tiktoken"]  # type: ignore[assignment]
     assert loaders["hf_bpe_class"](texts)["input_ids"] == encoding.encode_batch(  # type: ignore[operator]
         texts, allowed_special="all")
+
+
+REMOTE_SCRIPT = r'''
+import json, sys
+from transformers import AutoTokenizer
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1], trust_remote_code=sys.argv[2] == "remote")
+texts = json.loads(sys.stdin.read())
+print(json.dumps({"class": type(tokenizer).__name__, "ids": [tokenizer(text)["input_ids"] for text in texts],
+                  "decoded": tokenizer.decode([200018])}))
+'''
+
+
+@pytest.mark.parametrize("how", ["remote", "plain"])
+def test_auto_tokenizer_in_a_fresh_process(loaders: dict[str, object], directory: Path,
+                                           tmp_path_factory: pytest.TempPathFactory, how: str) -> None:
+    """With remote code (hf_bpe's class, also under transformers 4 when $HF_BPE_PYTHON points there) the shared id
+    is tiktoken's; the plain AutoTokenizer encodes the alias as text."""
+    import json
+    import subprocess
+
+    from tests.hf.test_loading import PYTHON, subprocess_env
+
+    texts = [f"a{ALIAS}b<|endofprompt|>", "<|reserved_200017|> x <|call|>"]
+    work = tmp_path_factory.mktemp("fresh")
+    result = subprocess.run([PYTHON, "-c", REMOTE_SCRIPT, str(directory), how], input=json.dumps(texts),
+                            capture_output=True, text=True, encoding="utf-8", cwd=work, env=subprocess_env(work),
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    encoding: tiktoken.Encoding = loaders["tiktoken"]  # type: ignore[assignment]
+    allowed = encoding.special_tokens_set - ({ALIAS} if how == "plain" else set())
+    assert answer["ids"] == [encoding.encode(text, allowed_special=allowed, disallowed_special=()) for text in texts]
+    assert answer["decoded"] == "<|endofprompt|>"
+    assert (answer["class"] == "HFBPETokenizer") == (how == "remote")
