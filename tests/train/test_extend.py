@@ -11,13 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe_from_counts
+from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_counts
 from hf_bpe.common.errors import InputError
+from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.long_words import LONG_WORD_BYTES
 from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE
 from hf_bpe.train._reference import reference_extend_from_counts
-from hf_bpe.train.extend import base_words, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
+from hf_bpe.train.extend import base_words, extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
 from hf_bpe.train.merge_loop import QUEUES, _merge
+from tests import FIXTURES
+from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (a fixture)
 
 ENDOFTEXT = "<|endoftext|>"
 differential = settings(max_examples=60, deadline=None)
@@ -91,6 +94,19 @@ def test_extension_of_a_trained_base_equals_the_reference(base_counts: dict[byte
     assert sorted(extended_vocab.values()) == sorted(longer_vocab.values())
 
 
+@differential
+@given(random_bases(), corpus_counts, st.integers(0, 30))
+def test_token_counts_are_the_extended_tokenizers_segmentation(base: Tokenizer, counts: dict[bytes, int],
+                                                              new: int) -> None:
+    token_counts = np.zeros(max(base.vocab) + 1 + new, dtype=np.uint64)
+    vocab, merges = extend_bpe_from_counts(base, counts, len(base.vocab) + new, token_counts=token_counts)
+    extended = Tokenizer(vocab, merges, base.special_tokens)
+    expected = np.zeros(len(token_counts), dtype=np.uint64)
+    for ids, count in zip(extended.merge_pretoken_bytes(list(counts)), counts.values()):
+        np.add.at(expected, np.frombuffer(ids, dtype=ID_DTYPE), np.uint64(count))
+    assert token_counts.tolist() == expected.tolist()
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1), st.integers(20, 200), st.sampled_from(sorted(QUEUES)))
 def test_extension_with_the_floor_and_numpy_merges_equals_the_reference(seed: int, new: int, queue: str) -> None:
@@ -111,11 +127,14 @@ def test_extension_with_the_floor_and_numpy_merges_equals_the_reference(seed: in
 @settings(max_examples=4, deadline=None)
 @given(st.integers(0, 2 ** 32 - 1))
 def test_extension_with_a_giant_pretoken_equals_the_reference(seed: int) -> None:
-    """A pre-token longer than LONG_WORD_BYTES goes through the encoder's long-word kernel."""
+    """A pre-token longer than LONG_WORD_BYTES goes through the encoder's long-word kernel. The base merges apply
+    at a few places only (the reference encoder costs the word's length per merge); continuing then merges runs of
+    thousands of occurrences in the giant word."""
     generator = np.random.default_rng(seed)
-    giant = (b"xy" * 40 + b"ab" * 3 + b"z") * (LONG_WORD_BYTES // 80 + 1)
-    giant = bytearray(giant)
-    giant[int(generator.integers(len(giant)))] = ord("a")
+    giant = bytearray(b"xy" * (LONG_WORD_BYTES // 2 + 100))
+    for piece in (b"aba", b"zx", b"ab", b"zx"):
+        at = int(generator.integers(len(giant)))
+        giant[at:at] = piece
     base = Tokenizer({byte: bytes([byte]) for byte in range(256)} | {256: b"ab", 257: b"aba", 258: b"zx"},
                      [(b"a", b"b"), (b"ab", b"a"), (b"z", b"x")])
     counts = {bytes(giant): 1, b"abab": 3, b"zxy": 2}
@@ -147,3 +166,15 @@ def test_bad_arguments_are_refused_before_any_work(tmp_path) -> None:
         extend_bpe_from_counts(tmp_path / "no-such-dir", {b"ab": 1}, 260)
     with pytest.raises(ValueError, match="store='flat'"):
         _merge(base_words({b"ab": 1}, base), 2, False, store="strings")
+
+
+def test_ray_engine_extends_as_the_local_one(local_ray_cluster, tmp_path) -> None:  # noqa: F811 (the fixture)
+    base = Tokenizer(*train_bpe(FIXTURES / "corpus.en", 400, [ENDOFTEXT], num_workers=1, progress=False), [ENDOFTEXT])
+    paths = []
+    for number, name in enumerate(("german.txt", "tinystories_sample.txt")):
+        path = tmp_path / f"part{number}.txt"
+        path.write_text((FIXTURES / name).read_text(encoding="utf-8") + ENDOFTEXT + "more", encoding="utf-8")
+        paths.append(path)
+    local = extend_bpe(base, paths, 700, num_workers=1, progress=False)
+    assert extend_bpe(base, paths, 700, engine="ray", progress=False) == local
+    assert len(local[0]) == 700 and local[1][:len(base.merges)] == list(base.merges)
