@@ -64,6 +64,14 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                              "gpt2, or cl100k=PATH / o200k=PATH. Every BASE id and merge is kept, the new tokens take "
                              "the ids after BASE's largest, and --vocab-size counts BASE's tokens too; the pattern and "
                              "special tokens are BASE's")
+    parser.add_argument("--superword-from", type=int, metavar="T",
+                        help="SuperBPE: train up to T tokens (counted as --vocab-size counts them) with --pattern, "
+                             "then count the corpus again with --superword-pattern and go on learning superword "
+                             "tokens, which bridge spaces, up to --vocab-size; the tokenizer is saved with the "
+                             "superword pattern")
+    parser.add_argument("--superword-pattern", metavar="NAME_OR_REGEX",
+                        help="SuperBPE's stage-2 pattern (default: superword, the published one: pre-tokens are cut "
+                             "only at digit groups of three and special tokens)")
     parser.add_argument("--min-frequency", type=int, default=0, metavar="N",
                         help="stop when the most frequent pair occurs fewer than N times (HF BpeTrainer's "
                              "min_frequency; default: %(default)s)")
@@ -105,6 +113,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import check_trainer_options, train_bpe_from_counts
     from hf_bpe.train.extend import extend_bpe_from_counts
+    from hf_bpe.train.superword import continue_with_superwords
 
     base = extension_base(args)
     special_tokens = training_special_tokens(args) if base is None else list(base.special_tokens)
@@ -125,6 +134,7 @@ def run_train(args: argparse.Namespace) -> int:
         raise InputError(message.replace("max_token_length", "--max-token-length")) from None
     if base is None:
         train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False, pattern=args.pattern)
+    stage_two = superword_options(args, base, special_tokens)
     pattern = resolve_pattern(args.pattern)
     progress = False if args.no_progress else None
 
@@ -138,7 +148,16 @@ def run_train(args: argparse.Namespace) -> int:
         # For the under-trained tokens: the merge loop's final segmentation of the corpus, as the tokenizer encodes it.
         options = {"progress": progress, "min_frequency": args.min_frequency,
                    "max_token_length": args.max_token_length}
-        if base is None:
+        if stage_two is not None:  # SuperBPE: stage 1 up to the transition, then count again and go on
+            token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
+            stage_one = train_bpe_from_counts(counts, stage_two[0], special_tokens, **options)
+            stage_one_counted, second_start = len(counts), time.perf_counter()
+            del counts
+            counts = count_training_corpus(args, inputs, source, special_tokens, progress, pattern=stage_two[1])[0]
+            counting_seconds += time.perf_counter() - second_start
+            vocab, merges = continue_with_superwords(stage_one, counts, args.vocab_size, special_tokens,
+                                                     token_counts=token_counts, **options)
+        elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,
                                                   **options)
@@ -168,6 +187,9 @@ def run_train(args: argparse.Namespace) -> int:
             "hf_bpe_version": __version__,
             "unicode_version": UNICODE_VERSION,
             "pattern": preset_name(pattern) or pattern,
+            "superword": None if stage_two is None else {
+                "from": stage_two[0], "stage_1_pattern": preset_name(pattern) or pattern,
+                "stage_1_distinct_pretokens": stage_one_counted, "stage_1_merges": len(stage_one[1])},
             "extends": None if base is None else {"base": args.extend, "vocab_size": len(base.vocab),
                                                   "merges": len(base.merges)},
             "min_frequency": args.min_frequency,
@@ -177,6 +199,9 @@ def run_train(args: argparse.Namespace) -> int:
             "dataset_names": card_dataset_names(args, source),
             "token_counts": token_counts_record(token_counts),
         }
+        if stage_two is not None:  # the tokenizer pre-tokenizes as stage 2 did
+            pattern = stage_two[1]
+            training_info["pattern"] = preset_name(pattern) or pattern
         try:
             writing_start = time.perf_counter()
             save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token,
@@ -226,6 +251,19 @@ def extension_base(args: argparse.Namespace) -> Any:
     return base
 
 
+def superword_options(args: argparse.Namespace, base: Any, special_tokens: list[str]) -> tuple[int, str] | None:
+    """(--superword-from, the regex of --superword-pattern), checked, or None without --superword-from."""
+    from hf_bpe.train.superword import check_superword_options
+
+    if args.superword_from is not None and base is not None:
+        raise InputError("--superword-from trains from scratch in two stages, so it cannot be combined with --extend")
+    try:
+        return check_superword_options(args.superword_from, args.superword_pattern, args.vocab_size, special_tokens)
+    except (TypeError, ValueError) as error:
+        message = str(error).replace("superword_from", "--superword-from").replace("vocab_size", "--vocab-size")
+        raise InputError(message.replace("superword_pattern", "--superword-pattern")) from None
+
+
 def training_special_tokens(args: argparse.Namespace) -> list[str]:
     """The special tokens to train with: --special-token (or the default), plus --pad-token when it is new."""
     special_tokens = [] if args.no_special_tokens else list(args.special_tokens or DEFAULT_SPECIAL_TOKENS)
@@ -253,13 +291,15 @@ def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
 
 
 def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], source: Any, special_tokens: list[str],
-                          progress: bool | None) -> tuple[Counter[bytes], dict[str, Any]]:
-    """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus."""
+                          progress: bool | None, pattern: str | None = None) -> tuple[Counter[bytes], dict[str, Any]]:
+    """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus;
+    counted with `pattern` when given (SuperBPE's stage 2), else with --pattern."""
     from hf_bpe.common.files import check_input_files
     from hf_bpe.train import count
     from hf_bpe.train.count import counting_engine
 
-    engine_options = {"engine": counting_engine(args.engine, args.ray_address), "pattern": args.pattern}
+    engine_options = {"engine": counting_engine(args.engine, args.ray_address),
+                      "pattern": args.pattern if pattern is None else pattern}
     if source is not None:
         from hf_bpe.data.sources import datasets_progress_bars, metadata_of, row_texts
 

@@ -265,6 +265,9 @@ def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, spe
     ]
     pattern = _pattern_of(info, tokenizer)
     rows.insert(4, ("Pre-tokenization pattern", pattern))
+    stages = _superword_stages(info)
+    if stages:
+        rows.insert(5, ("SuperBPE stages", stages))
     table = "\n".join(f"| {name} | {_table_cell(value)} |" for name, value in rows)
     return (f"## Training\n\nPre-tokenization is the {pattern} pattern; documents are split at the special tokens, "
             f"which are never merged.\n\n| | |\n|---|---|\n{table}")
@@ -278,6 +281,24 @@ def _pattern_of(info: dict[str, Any], tokenizer: Any) -> str:
 
     recorded = info.get("pattern")
     return describe_pattern(resolve_pattern(recorded) if isinstance(recorded, str) else tokenizer.pattern)
+
+
+def _superword_stages(info: dict[str, Any]) -> str:
+    """Which ids each SuperBPE stage made, from the training record's `superword` entry ('' without one).
+
+    >>> _superword_stages({"superword": {"from": 1000, "stage_1_pattern": "gpt2", "stage_1_merges": 743},
+    ...                    "vocab_size": 1200, "special_tokens": ["<|endoftext|>"]})  # doctest: +ELLIPSIS
+    'ids 256-998: stage 1 (subwords, `gpt2` pattern, up to 1,000 tokens); ids 999-1,198: stage 2 (superwords, ...'
+    """
+    superword = info.get("superword")
+    if not isinstance(superword, dict) or not isinstance(superword.get("stage_1_merges"), int):
+        return ""
+    end_of_one = 256 + superword["stage_1_merges"]
+    end = info.get("vocab_size", 0) - len(info.get("special_tokens") or [])
+    stage_two = (f"ids {end_of_one:,}-{end - 1:,}: stage 2 (superwords, which may bridge spaces, "
+                 f"`{info.get('pattern', 'superword')}` pattern)") if end > end_of_one else "no stage-2 tokens"
+    return (f"ids 256-{end_of_one - 1:,}: stage 1 (subwords, `{superword.get('stage_1_pattern')}` pattern, up to "
+            f"{superword.get('from', 0):,} tokens); {stage_two}")
 
 
 def _describe_dataset(dataset: dict[str, Any]) -> str:
