@@ -7,7 +7,7 @@ twin (`hf_bpe.formats.tiktoken.tiktoken_encoding`) with that pattern. Each runs 
 answers encode requests over a pipe, so hypothesis can send many examples cheaply. The interpreter is
 `$HF_BPE_PYTHON` if set (`.ci/transformers4.sh` points it at a transformers 4 venv), else this one. The directories:
 GPT-2's pattern (trained, GPT-2's own files, many special tokens, one saved by hf_bpe 0.1), and one trained with
-each preset and with two custom patterns.
+each preset, with two custom patterns, and a SuperBPE tokenizer (saved with the superword pattern).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ PYTHON = os.environ.get("HF_BPE_PYTHON", sys.executable)
 EOT = "<|endoftext|>"
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe", "tiktoken")
 # Directories trained with other patterns (tests/pretokenize/test_patterns.py has the custom ones).
-PATTERN_DIRECTORIES = {"cl100k": "cl100k", "o200k": "o200k", "llama3": "llama3", "qwen2": QWEN2,
-                       "oniguruma_traps": ONIGURUMA_TRAPS}
+PATTERN_DIRECTORIES = {"cl100k": "cl100k", "o200k": "o200k", "llama3": "llama3", "superword": "superword",
+                       "qwen2": QWEN2, "oniguruma_traps": ONIGURUMA_TRAPS}
 DIRECTORY_IDS = ["reference", "gpt2", "many_specials", "saved_by_0_1", *PATTERN_DIRECTORIES]
 
 LOADER_SCRIPT = r'''
@@ -152,8 +152,10 @@ def directories(workdir: Path) -> list[tuple[Path, list[str]]]:
     shutil.copytree(FIXTURES / "saved-v0.1", saved_by_0_1)  # remote code is copied into the HF cache: use a copy
     result.append((saved_by_0_1, [EOT]))
     for name, pattern in PATTERN_DIRECTORIES.items():
+        # SuperBPE trains with GPT-2's pattern up to 450 tokens, then with the superword pattern it is saved with.
+        stages = {"superword_from": 450} if pattern == "superword" else {"pattern": pattern}
         vocab, merges = train_bpe(FIXTURES / "hf_corpora_sample.txt", 600, many[:2], num_workers=1, progress=False,
-                                  pattern=pattern)
+                                  **stages)
         result.append((save_tokenizer_directory(workdir / name, vocab, merges, many[:2], pattern=pattern), many[:2]))
     return result
 
@@ -214,9 +216,11 @@ def test_each_directory_holds_its_pattern(directories) -> None:
     from hf_bpe import PATTERNS
     from hf_bpe.formats.hf_directory import read_directory_pattern
     from hf_bpe.pretokenize import tokenizers_pattern
+    from hf_bpe.pretokenize.patterns import OTHER_NAMED
 
     patterns = [read_directory_pattern(path) for path, _ in directories]
-    assert patterns == [PATTERNS["gpt2"]] * 4 + [PATTERNS.get(pattern) or tokenizers_pattern(pattern)
+    assert patterns == [PATTERNS["gpt2"]] * 4 + [PATTERNS.get(pattern) or OTHER_NAMED.get(pattern)
+                                                 or tokenizers_pattern(pattern)
                                                  for pattern in PATTERN_DIRECTORIES.values()]
     assert patterns[-2] == QWEN2 and patterns[-1] != ONIGURUMA_TRAPS
 
