@@ -156,6 +156,15 @@ def test_new_ids_follow_the_base_and_a_saved_extension_encodes_as_trained(tmp_pa
     assert loaded.encode(texts[0]) == Tokenizer(new_vocab, new_merges, [ENDOFTEXT]).encode(texts[0])
 
 
+def test_gpt2s_bare_files_are_a_base_with_its_end_of_text_token() -> None:
+    from hf_bpe.evaluation.baselines import GPT2_FILES, gpt2_tokenizer
+
+    base, gpt2 = load_base(GPT2_FILES), gpt2_tokenizer()
+    assert list(base.special_tokens) == [ENDOFTEXT] and base.vocab == gpt2.vocab and base.merges == gpt2.merges
+    text = "Extending GPT-2<|endoftext|> to Привет"
+    assert base.encode(text) == gpt2.encode(text)
+
+
 def test_bad_arguments_are_refused_before_any_work(tmp_path) -> None:
     base = Tokenizer({byte: bytes([byte]) for byte in range(256)}, [])
     with pytest.raises(ValueError, match="at least 256"):
