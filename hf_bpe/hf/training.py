@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from transformers import AddedToken, PreTrainedTokenizer
 
+from hf_bpe.formats.directory_specials import ALIASES_KEY
 from hf_bpe.formats.gpt2 import token_to_str
 from hf_bpe.train.api import train_bpe_from_iterator
 
@@ -66,6 +67,10 @@ def train_like(tokenizer: Tokenizer, text_iterator: Iterable[str | Sequence[str]
     others = [token for token in specials if token not in named]
     if others:
         settings[extra_name] = others
+    if settings.get(ALIASES_KEY):  # special tokens sharing the id of another: that one's id in the new vocab
+        content = {token_id: renamed.get(token.content, token.content)
+                   for token_id, token in tokenizer.added_tokens_decoder.items()}
+        settings[ALIASES_KEY] = {alias: encoder[content[token_id]] for alias, token_id in settings[ALIASES_KEY].items()}
     settings.update(overrides, pattern=pattern)
     return type(tokenizer)(vocab=encoder, merges=string_merges, **settings)
 

@@ -146,3 +146,14 @@ def test_auto_tokenizer_in_a_fresh_process(loaders: dict[str, object], directory
     assert answer["ids"] == [encoding.encode(text, allowed_special=allowed, disallowed_special=()) for text in texts]
     assert answer["decoded"] == "<|endofprompt|>"
     assert (answer["class"] == "HFBPETokenizer") == (how == "remote")
+
+
+def test_a_tokenizer_trained_like_it_keeps_the_alias_at_its_tokens_new_id(loaders: dict[str, object]) -> None:
+    from tests import FIXTURES
+
+    old: HFBPETokenizer = loaders["hf_bpe_class"]  # type: ignore[assignment]
+    texts = (FIXTURES / "tinystories_sample.txt").read_text(encoding="utf-8").split("\n\n")
+    new = old.train_new_from_iterator(texts, 256 + len(old.added_tokens_decoder) + 40, progress=False)
+    new_id = new.convert_tokens_to_ids("<|endofprompt|>")
+    assert new_id != 200018 and new.init_kwargs["special_token_aliases"] == {ALIAS: new_id}
+    assert new(f"a{ALIAS}b<|endofprompt|>")["input_ids"].count(new_id) == 2
