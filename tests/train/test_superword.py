@@ -1,6 +1,7 @@
 """Tests for SuperBPE training (hf_bpe.train.superword, `superword_from=` of train_bpe and train_bpe_from_iterator):
 the merges against the plain reference (hf_bpe.train._reference.reference_superword_train) with hypothesis, both
-counting paths, the saved directory's ids against the final segmentation of training, and the errors."""
+counting paths and engines (local processes, Ray), the saved directory's ids against the final segmentation of
+training, and the errors."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from hf_bpe.train.count import count_pretokens_in_iterator
 from hf_bpe.train.superword import SuperwordStages, continue_with_superwords
 from tests import FIXTURES
 from tests.pretokenize.test_patterns import QWEN2, pattern_text
+from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
 
 ENDOFTEXT = "<|endoftext|>"
 # Text where numbers, spaces and repeated phrases meet; the characters are those on which the `regex` module's tables
@@ -95,3 +97,15 @@ def test_bad_options_are_refused_before_any_work(tmp_path: Path) -> None:
         train_bpe(missing, 500, superword_pattern="superword")
     with pytest.raises(TypeError, match="not an iterator"):
         train_bpe_from_iterator(iter(["a b"]), 300, superword_from=280)
+
+
+@pytest.mark.usefixtures("local_ray_cluster")
+def test_the_ray_engine_counts_both_stages_as_the_local_one(tmp_path: Path) -> None:
+    text = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8")
+    paths = []
+    for number in range(2):  # several files and several chunks per file, cut at special tokens only in stage 2
+        path = tmp_path / f"part{number}.txt"
+        path.write_text(text[number::2] + ENDOFTEXT + text, encoding="utf-8")
+        paths.append(path)
+    local = train_bpe(paths, 700, [ENDOFTEXT], num_workers=1, superword_from=500)
+    assert train_bpe(paths, 700, [ENDOFTEXT], engine="ray", superword_from=500) == local
