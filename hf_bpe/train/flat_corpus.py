@@ -48,8 +48,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping
-from itertools import repeat
-from operator import add, sub
+from itertools import compress, repeat
+from operator import add, is_not, not_, sub
 
 import numpy as np
 
@@ -339,7 +339,9 @@ class FlatCorpus:
         symbols, next_positions, previous_positions = self.symbols, self.next_positions, self.previous_positions
         rights = next_positions[candidates]
         valid = (symbols[candidates] == left) & (symbols[rights] == right)
-        if not valid.all():
+        # count_nonzero rather than .all() and .any(), which cost several times more on the small arrays most merges
+        # have; methods rather than numpy's Python-level wrappers (argsort, nonzero, searchsorted), for the same reason.
+        if np.count_nonzero(valid) < len(valid):
             candidates, rights = candidates[valid], rights[valid]
         if left == right and len(candidates) > 1:  # a run of n overlapping occurrences merges its 1st, 3rd, ...
             kept = every_other_in_runs(candidates, next_positions)
@@ -361,7 +363,7 @@ class FlatCorpus:
         created: dict[str, int] = {}
         if count > 1:
             adjacent = afters[:-1] == candidates[1:]  # occurrence i ends right before occurrence i + 1
-            if adjacent.any():
+            if np.count_nonzero(adjacent):
                 # Between them, (right, left) is lost once and (new, new) made once, at occurrence i's position.
                 kept[count:-1] &= ~adjacent
                 kept[1:count] &= ~adjacent
@@ -379,12 +381,12 @@ class FlatCorpus:
         neighbours[count:] |= side_bit
         neighbours, positions = neighbours[kept], positions[kept]
         if len(neighbours):
-            order = np.argsort(neighbours.astype(np.uint16) if side_bit == 1 << 15 else neighbours, kind="stable")
+            order = (neighbours.astype(np.uint16) if side_bit == 1 << 15 else neighbours).argsort(kind="stable")
             neighbours, positions = neighbours[order], positions[order]
-            starts = np.flatnonzero(np.concatenate(([True], neighbours[1:] != neighbours[:-1])))
+            starts = np.concatenate(([True], neighbours[1:] != neighbours[:-1])).nonzero()[0]
             sums = np.add.reduceat(np.concatenate((weights, weights))[kept][order], starts)
             groups = neighbours[starts]
-            on_left = int(np.searchsorted(groups, side_bit))
+            on_left = int(groups.searchsorted(side_bit))
             chars = _chars(groups & (side_bit - 1))
             # Keys and counts by C-level maps: a merge may have thousands of distinct neighbours. A side's lost pairs
             # are distinct, but the two sides may share one ((right, left)): each side is counted off in turn.
@@ -393,25 +395,31 @@ class FlatCorpus:
                                       (list(map(add, repeat(right_char), chars[on_left:])), totals[on_left:])):
                 counts = list(map(pair_counts.get, lost))
                 if None in counts:  # pairs made below the floor are not counted
-                    pair_counts.update((key, count - total) for key, count, total in zip(lost, counts, lost_totals)
-                                       if count is not None)
+                    counted = list(map(is_not, counts, repeat(None)))
+                    pair_counts.update(zip(compress(lost, counted),
+                                           map(sub, compress(counts, counted), compress(lost_totals, counted))))
                 else:
                     pair_counts.update(zip(lost, map(sub, counts, lost_totals)))
             made_keys = [*map(add, chars[:on_left], repeat(new_token)), *map(add, repeat(new_token), chars[on_left:])]
-            stops = np.append(starts[1:], len(positions))
+            stops = np.empty_like(starts)
+            stops[:-1], stops[-1] = starts[1:], len(positions)
             if self.floor:
                 at_floor = sums >= self.floor
-                if not at_floor.all():
-                    made_keys = [key for key, kept_key in zip(made_keys, at_floor.tolist()) if kept_key]
-                    totals = sums[at_floor].tolist()
+                if np.count_nonzero(at_floor) < len(at_floor):
+                    kept_keys = at_floor.tolist()
+                    made_keys, totals = list(compress(made_keys, kept_keys)), list(compress(totals, kept_keys))
                     starts, stops = starts[at_floor], stops[at_floor]
             pair_counts.update(zip(made_keys, totals))
             created.update(zip(made_keys, totals))
             single = stops - starts == 1
-            if single.all():
+            if np.count_nonzero(single) == len(single):
                 index.update(zip(made_keys, positions[starts].tolist()))
-            else:
-                for key, start, stop, alone in zip(made_keys, starts.tolist(), stops.tolist(), single.tolist()):
-                    index[key] = int(positions[start]) if alone else positions[start:stop]
+            else:  # by C-level maps too: a merge may make thousands of pairs, each at a few positions
+                alone = single.tolist()
+                index.update(zip(compress(made_keys, alone), positions[starts[single]].tolist()))
+                several = ~single
+                index.update(zip(compress(made_keys, map(not_, alone)),
+                                 map(positions.__getitem__, map(slice, starts[several].tolist(),
+                                                                stops[several].tolist()))))
         del pair_counts[pair]
         return created
