@@ -228,11 +228,46 @@ def check_card_metadata(license: str | None, datasets: Sequence[str]) -> None:
 
 
 def _yaml_header(language: Sequence[str], license: str | None, datasets: Sequence[str]) -> str:
-    from huggingface_hub import ModelCardData
+    """The card's metadata as `huggingface_hub.ModelCardData.to_yaml` lays it out (keys sorted, lists as "- item"),
+    written here: importing huggingface_hub and its YAML library took most of the card's time in `hf-bpe train`.
 
-    metadata = ModelCardData(language=list(language) or None, license=license, datasets=list(datasets) or None,
-                             library_name=LIBRARY_NAME, tags=list(TAGS))
-    return f"---\n{metadata.to_yaml()}\n---"
+    >>> print(_yaml_header(["en", "no"], "mit", []))
+    ---
+    language:
+    - en
+    - "no"
+    library_name: transformers
+    license: mit
+    tags:
+    - tokenizer
+    - bpe
+    - hf_bpe
+    ---
+    """
+    fields = {"datasets": list(datasets), "language": list(language), "library_name": LIBRARY_NAME,
+              "license": license, "tags": list(TAGS)}
+    lines = ["---"]
+    for key, value in fields.items():
+        if isinstance(value, list) and value:
+            lines += [f"{key}:", *(f"- {_yaml_scalar(item)}" for item in value)]
+        elif isinstance(value, str):
+            lines.append(f"{key}: {_yaml_scalar(value)}")
+    return "\n".join([*lines, "---"])
+
+
+def _yaml_scalar(text: str) -> str:
+    """`text` as a YAML string: plain when no YAML reader could take it for anything else, else JSON-quoted (which
+    YAML reads as the same string): values that look like numbers, or like YAML 1.1's booleans and null.
+
+    >>> _yaml_scalar("apache-2.0"), _yaml_scalar("no"), _yaml_scalar("1.0"), _yaml_scalar("user/data.set")
+    ('apache-2.0', '"no"', '"1.0"', 'user/data.set')
+    """
+    plain = re.fullmatch(r"[A-Za-z][\w./+-]*", text) and text.lower() not in _YAML_WORDS
+    return text if plain else json.dumps(text)
+
+
+# Plain scalars that YAML 1.1 readers (PyYAML, the Hub's) take for booleans or null.
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
 def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, special_tokens: Sequence[str]) -> str:

@@ -49,8 +49,8 @@ def test_console_script_trains_on_the_shipped_corpus_without_arguments(tmp_path:
 def test_train_imports_only_what_it_needs(tmp_path: Path) -> None:
     # Start-up counts in every run: training on files without a terminal loads no progress bars, no datasets, no
     # transformers, plots or Ray, and builds the options of no other command.
-    heavy = ["tqdm", "datasets", "transformers", "matplotlib", "ray", "pyarrow", "regex", "hf_bpe.evaluation.evaluate",
-             "hf_bpe.cli.tokenize_dataset", "hf_bpe.cli.eval"]
+    heavy = ["tqdm", "datasets", "transformers", "matplotlib", "ray", "pyarrow", "regex", "huggingface_hub", "yaml",
+             "hf_bpe.evaluation.evaluate", "hf_bpe.cli.tokenize_dataset", "hf_bpe.cli.eval"]
     arguments = ["train", str(FIXTURES / "german.txt"), "--vocab-size", "300", "--out", str(tmp_path / "tok")]
     script = "\n".join(["import sys", "from hf_bpe.cli.main import main", f"assert main({arguments!r}) == 0",
                         f"print([name for name in {heavy!r} if name in sys.modules])"])

@@ -85,6 +85,26 @@ def test_header_and_training_numbers(tokenizer_dir):
     assert list(tokenizer_dir.glob(".README*")) == []
 
 
+@pytest.mark.parametrize("language, license, datasets", [
+    ([], None, []),
+    (["en", "de", "zh-Hans"], "apache-2.0", ["wikitext", "HuggingFaceFW/fineweb-edu"]),
+    (["no", "on", "yes"], "cc-by-4.0", ["123", "null", "1e5", "a.b", "True"]),
+    ([], "1.0", ["y", "n", "off", "-x"]),
+])
+def test_header_is_what_huggingface_hub_writes(language, license, datasets):
+    from huggingface_hub import ModelCardData
+
+    from hf_bpe.evaluation.card import LIBRARY_NAME, TAGS, _yaml_header
+
+    hub = ModelCardData(language=language or None, license=license, datasets=datasets or None,
+                        library_name=LIBRARY_NAME, tags=list(TAGS)).to_yaml()
+    ours = _yaml_header(language, license, datasets)
+    assert yaml.safe_load(ours.strip("-\n")) == yaml.safe_load(hub)
+    if not any(value in ("no", "on", "yes", "y", "n", "off", "null", "True") or value[0].isdigit() or value[0] == "-"
+               for value in [*language, *datasets, license or "x"]):
+        assert ours == f"---\n{hub}\n---"  # the same text where no value needs quoting
+
+
 def test_training_info_argument_wins_and_missing_values_are_unknown(tokenizer_dir):
     card = write_model_card(tokenizer_dir, training_info={}).read_text(encoding="utf-8")
     for row in ("Training corpus", "Corpus size", "Training time", "Hardware", "hf_bpe version"):
