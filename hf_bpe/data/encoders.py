@@ -47,17 +47,19 @@ class HFBPEEncoder:
     """
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Sequence[str] = (), pattern: str | None = None) -> None:
+                 special_tokens: Sequence[str] = (), pattern: str | None = None, ignore_merges: bool = False) -> None:
         self.vocab, self.merges, self.special_tokens = vocab, list(merges), list(special_tokens)
         self.pattern = pattern  # the directory's pre-tokenization pattern (None: GPT-2's)
+        self.ignore_merges = ignore_merges  # pre-tokens looked up whole first (a converted tiktoken file)
         self.tokenizer: Tokenizer | None = None
 
     @classmethod
     def from_directory(cls, tokenizer_dir: PathArg, allow_special: bool = False) -> HFBPEEncoder:
-        from hf_bpe.formats.hf_directory import load_tokenizer_directory
+        from hf_bpe.formats.hf_directory import load_tokenizer_directory, read_directory_ignore_merges
 
         vocab, merges, special_tokens = loaded = load_tokenizer_directory(tokenizer_dir)
-        return cls(vocab, merges, special_tokens if allow_special else (), loaded.pattern)
+        return cls(vocab, merges, special_tokens if allow_special else (), loaded.pattern,
+                   read_directory_ignore_merges(tokenizer_dir))
 
     def __call__(self, texts: list[str]) -> Sequence[Sequence[int]]:
         # uint32 arrays: the ids never become Python ints, which cost more time than the encoding of code text.
@@ -73,13 +75,14 @@ class HFBPEEncoder:
 
     def _tokenizer(self) -> Tokenizer:
         if self.tokenizer is None:
-            self.tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens, pattern=self.pattern)
+            self.tokenizer = Tokenizer(self.vocab, self.merges, self.special_tokens, pattern=self.pattern,
+                                       ignore_merges=self.ignore_merges)
         return self.tokenizer
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # map sends its function to the workers with dill, a pure-Python pickler that is slow on a large vocab;
         # the C pickler is fast, so dill only sees the bytes it made.
-        state = pickle.dumps((self.vocab, self.merges, self.special_tokens, self.pattern),
+        state = pickle.dumps((self.vocab, self.merges, self.special_tokens, self.pattern, self.ignore_merges),
                              protocol=pickle.HIGHEST_PROTOCOL)
         return _unpickle_encoder, (state,)
 

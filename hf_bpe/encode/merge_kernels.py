@@ -45,6 +45,8 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from hf_bpe.common.int_table import IntTable
+
 #: Pre-tokens with at most this many bytes are merged by repeated scans, longer ones with the heap.
 MAX_SCAN_MERGE_LENGTH = 24
 #: At least this many words are merged by `merge_batch_packed` (numpy); fewer go one at a time.
@@ -169,29 +171,14 @@ class BatchTables:
         np.minimum.at(first_use, pairs[:, 0], ranks)
         np.minimum.at(first_use, pairs[:, 1], ranks)
         self.monotone = bool(np.all(first_use[self.merged_ids[ranks]] > ranks))
-        self._build_hash_table(pairs[:, 0] * self.key_base + pairs[:, 1], ranks)
+        # The pair keys' hash table (`hf_bpe.common.int_table`): one or two random reads per lookup.
+        self.pair_table = IntTable(pairs[:, 0] * self.key_base + pairs[:, 1], ranks, self.no_rank, self.dtype)
         # The rank of every pair of bytes, indexed by (first byte << 8) | second byte: a word's first ranks in one
         # gather.
         known = np.flatnonzero(self.byte_ids >= 0)
         first, second = np.repeat(known, known.size), np.tile(known, known.size)
         self.byte_pair_ranks = np.full(1 << 16, self.no_rank, dtype=self.dtype)
         self.byte_pair_ranks[(first << 8) | second] = _lookup_ranks(self.byte_ids[first], self.byte_ids[second], self)
-
-    def _build_hash_table(self, keys: np.ndarray, ranks: np.ndarray) -> None:
-        """An open-addressing hash table of the pair keys (linear probing, load <= 1/8): one or two random reads per
-        lookup instead of a binary search's 16. A run of probes ends at an
-        empty slot (key -1); the table has room past its last slot for probes that run off the end."""
-        self.hash_bits = max(4, (8 * len(keys)).bit_length())
-        slots = _hash_slots(keys, self.hash_bits)
-        order = np.argsort(slots, kind="stable")
-        slots, keys, ranks = slots[order], keys[order], ranks[order]
-        # Linear probing: the i-th key of a run of equal home slots goes i places on, and runs push later runs on.
-        position = np.maximum.accumulate(slots - np.arange(slots.size)) + np.arange(slots.size) if slots.size else slots
-        size = (1 << self.hash_bits) + len(keys) + 1
-        self.table_keys = np.full(size, -1, dtype=np.int64)
-        self.table_ranks = np.full(size, self.no_rank, dtype=self.dtype)
-        self.table_keys[position] = keys
-        self.table_ranks[position] = ranks
 
 
 def merge_batch_packed(words: Sequence[bytes], tables: BatchTables, dtype: np.dtype) -> list[bytes]:
@@ -317,26 +304,6 @@ def _word_bounds(done: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple
     return ends - lengths[order] + 1, ends
 
 
-def _hash_slots(keys: np.ndarray, bits: int) -> np.ndarray:
-    """Fibonacci hashing: the top `bits` bits of key * 2^64/phi (keys >= 0)."""
-    return ((keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)).view(np.int64)
-
-
 def _lookup_ranks(left: np.ndarray, right: np.ndarray, tables: BatchTables) -> np.ndarray:
-    """The rank of each pair (left[i], right[i]) in the hash table, `tables.no_rank` when it has none.
-
-    The first probe is done for all keys at once and gives the answer for nearly all of them (a hit, or an empty
-    slot: no rank); only keys whose home slot holds another key probe on.
-    """
-    keys = left.astype(np.int64) * tables.key_base + right
-    slots = _hash_slots(keys, tables.hash_bits)
-    found = tables.table_keys[slots]
-    ranks = tables.table_ranks[slots]
-    colliding = np.flatnonzero((found != keys) & (found != -1))
-    while colliding.size:
-        slots[colliding] += 1
-        probe = slots[colliding]
-        found = tables.table_keys[probe]
-        ranks[colliding] = tables.table_ranks[probe]
-        colliding = colliding[(found != keys[colliding]) & (found != -1)]
-    return ranks
+    """The rank of each pair (left[i], right[i]), `tables.no_rank` when it has none."""
+    return tables.pair_table.lookup(left.astype(np.int64) * tables.key_base + right)

@@ -18,9 +18,11 @@ numpy batch (`hf_bpe.encode.merge_kernels`); the markers are then replaced. The 
 from __future__ import annotations
 
 import gc
+import operator
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
+from itertools import compress, repeat
 from types import MappingProxyType
 from typing import Any
 
@@ -32,6 +34,7 @@ from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, repla
 from hf_bpe.encode.decoding import join_tokens
 from hf_bpe.encode.long_words import LONG_WORD_BYTES, merge_long_word_packed
 from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch_packed, merge_ids
+from hf_bpe.encode.merge_table import MergeTableError, as_byte_pairs, merge_table, vocab_index
 from hf_bpe.encode.stream_cuts import stream_windows
 from hf_bpe.formats.gpt2 import load_gpt2_merges_numbered, load_gpt2_vocab
 from hf_bpe.formats.tiktoken_files import load_tiktoken
@@ -76,13 +79,18 @@ class Tokenizer:
 
     `special_tokens` are strings (one in the vocab keeps its id, the others take the next ids) or, as tiktoken's
     `special_tokens=`, {token: id}, where several tokens may share one id (`place_special_tokens`).
+
+    `ignore_merges` (`tokenizers`' BPE option of that name, tiktoken's way): a pre-token that is an ordinary token of
+    the vocab is that token, merged or not; `from_tiktoken` sets it. Several merges may make one token: each keeps
+    its own rank, as in `tokenizers` (`hf_bpe.encode.merge_table`).
     """
 
     def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
                  special_tokens: Sequence[str] | Mapping[str, int] | None = None, *, pattern: str | None = None,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, ignore_merges: bool = False) -> None:
         self._vocab: dict[int, bytes] = dict(vocab)
-        self._merges: list[tuple[bytes, bytes]] = [(bytes(left), bytes(right)) for left, right in merges]
+        self._merges: list[tuple[bytes, bytes]] = as_byte_pairs(merges)
+        self._ignore_merges = bool(ignore_merges)
         self._special_tokens: list[str] = validate_special_tokens(special_tokens)
         self._given_ids = dict(special_tokens) if isinstance(special_tokens, Mapping) else None
         self._pattern = resolve_pattern(pattern)
@@ -95,52 +103,38 @@ class Tokenizer:
 
     def _build(self) -> None:
         """Derive every lookup table from vocab, merges and special tokens (also run after unpickling)."""
-        self._token_ids: dict[bytes, int] = {}
-        for token_id, token in self._vocab.items():
-            if not isinstance(token_id, int) or not 0 <= token_id <= MAX_ID:
-                raise ValueError(f"token ids must be ints from 0 to {MAX_ID}, got {token_id!r}")
-            if token in self._token_ids:
-                raise ValueError(f"vocab has the token {token!r} twice (ids {self._token_ids[token]} and {token_id})")
-            self._token_ids[token] = token_id
+        self._token_ids: dict[bytes, int] = vocab_index(self._vocab, MAX_ID)
         self._special_ids = place_special_tokens(self._vocab, self._token_ids, self._special_tokens, self._given_ids)
         if max(self._special_ids.values(), default=0) > MAX_ID:
             raise ValueError(f"token ids must be ints from 0 to {MAX_ID}, got {max(self._special_ids.values())}")
         self._special_id_bytes = {special: pack_ids([(token_id,)])[0]
                                   for special, token_id in self._special_ids.items()}
+        self._special_id_set = set(self._special_ids.values())
         self._splitter = SpecialTokenSplitter(self._special_tokens)
         self._pretokenizer = compile_pattern(self._pattern)
         self._byte_ids: dict[int, int] = {byte: self._token_ids[bytes([byte])] for byte in range(256)
                                           if bytes([byte]) in self._token_ids}
         # (left id, right id) -> rank, and rank -> id of the merged token.
-        self._pair_ranks: dict[tuple[int, int], int] = {}
-        self._merged_ids: list[int] = []
-        for rank, (left, right) in enumerate(self._merges):
-            left_id, right_id, merged_id = (self._token_ids.get(left), self._token_ids.get(right),
-                                            self._token_ids.get(left + right))
-            missing = [token for token, token_id in ((left, left_id), (right, right_id), (left + right, merged_id))
-                       if token_id is None]
-            if missing:
-                raise _MergeError(rank, f"merge {rank} ({left!r}, {right!r}): {missing[0]!r} is not in the vocab")
-            self._pair_ranks.setdefault((left_id, right_id), rank)
-            self._merged_ids.append(merged_id)  # type: ignore[arg-type]
+        self._pair_ranks, self._merged_ids = merge_table(self._token_ids, self._merges)
         self._batch_tables: BatchTables | None = None  # built on the first large batch of new pre-tokens
         self._cache = PretokenCache(self._merge_pretokens, self.cache_bytes)
 
     @classmethod
     def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
                    special_tokens: Sequence[str] | None = None, *, pattern: str | None = None,
-                   cache_bytes: int = DEFAULT_CACHE_BYTES) -> Tokenizer:
+                   cache_bytes: int = DEFAULT_CACHE_BYTES, ignore_merges: bool = False) -> Tokenizer:
         """Load GPT-2 `vocab.json` and `merges.txt`; token ids are the ones in the file. The files do not hold the
-        pre-tokenization pattern: give it as `pattern` (a directory's `tokenizer.json` has it, see
-        `hf_bpe.formats.hf_directory.read_directory_pattern`).
+        pre-tokenization pattern nor `ignore_merges`: give them (a directory's `tokenizer.json` has them, see
+        `hf_bpe.formats.hf_directory.read_directory_pattern` and `read_directory_ignore_merges`).
 
         Raises InputError naming the file and line for a corrupt file or a merge that does not fit the vocab.
         """
         vocab = load_gpt2_vocab(vocab_json)
         merges, line_numbers = load_gpt2_merges_numbered(merges_txt)
         try:
-            return cls(vocab, merges, special_tokens, pattern=pattern, cache_bytes=cache_bytes)
-        except _MergeError as error:
+            return cls(vocab, merges, special_tokens, pattern=pattern, cache_bytes=cache_bytes,
+                       ignore_merges=ignore_merges)
+        except MergeTableError as error:
             raise InputError(f"{merges_txt}: line {line_numbers[error.rank]}: {error.args[0]}") from None
         except ValueError as error:
             raise InputError(f"{vocab_json}: {error}") from None
@@ -151,9 +145,9 @@ class Tokenizer:
                       ) -> Tokenizer:
         """Load a `.tiktoken` file: ranks are ids, merges derived from them, each special token at its given id (see
         `hf_bpe.formats.tiktoken_files`; several may share one). The file has no pattern: pass tiktoken's, e.g.
-        "cl100k" for cl100k_base."""
+        "cl100k" for cl100k_base. Like tiktoken, a pre-token that is a token is that token (`ignore_merges`)."""
         vocab, merges, specials = load_tiktoken(path, special_tokens)
-        return cls(vocab, merges, specials, pattern=pattern, cache_bytes=cache_bytes)
+        return cls(vocab, merges, specials, pattern=pattern, cache_bytes=cache_bytes, ignore_merges=True)
 
     # ------------------------------------------------------------------------------------------------- properties
 
@@ -165,6 +159,11 @@ class Tokenizer:
         'cl100k'
         """
         return self._pattern
+
+    @property
+    def ignore_merges(self) -> bool:
+        """Whether a pre-token that is a token of the vocab is encoded as that token without merging."""
+        return self._ignore_merges
 
     @property
     def vocab(self) -> Mapping[int, bytes]:
@@ -398,8 +397,12 @@ class Tokenizer:
         >>> [unpack_ids(ids) for ids in tokenizer.merge_pretoken_bytes([b"abc", b"\\xff"])]
         [[256, 99], [255]]
         """
+        return self._merge_or_look_up(words) if self._ignore_merges else self._merge_all(words)
+
+    def _merge_all(self, words: Sequence[bytes]) -> list[bytes]:
+        """`merge_pretoken_bytes` without looking words up whole."""
         if max(map(len, words), default=0) > LONG_WORD_BYTES:  # giant pre-tokens: in bounded memory
-            short = iter(self.merge_pretoken_bytes([word for word in words if len(word) <= LONG_WORD_BYTES]))
+            short = iter(self._merge_all([word for word in words if len(word) <= LONG_WORD_BYTES]))
             return [self._merge_long_word(word) if len(word) > LONG_WORD_BYTES else next(short) for word in words]
         if len(words) >= MIN_BATCH_MERGE:
             try:
@@ -407,6 +410,15 @@ class Tokenizer:
             except MissingByteError:
                 pass  # the scalar path below names the pre-token
         return pack_ids(list(map(self._merge_word, words)))
+
+    def _merge_or_look_up(self, words: Sequence[bytes]) -> list[bytes]:
+        """`merge_pretoken_bytes` with `ignore_merges`: a word that is an ordinary token is that token, as tiktoken and
+        `tokenizers` look a pre-token up before merging (see `hf_bpe.formats.tiktoken_merges`)."""
+        found = list(map(self._token_ids.get, words))
+        if not self._special_id_set.isdisjoint(found):
+            found = [None if token_id in self._special_id_set else token_id for token_id in found]
+        merged = iter(self._merge_all(list(compress(words, map(operator.is_, found, repeat(None))))))
+        return [next(merged) if token_id is None else token_id.to_bytes(4, "little") for token_id in found]
 
     def _tables(self) -> BatchTables:
         if self._batch_tables is None:
@@ -453,7 +465,7 @@ class Tokenizer:
 
     def __getstate__(self) -> dict[str, Any]:
         return {"vocab": self._vocab, "merges": self._merges, "special_tokens": self._given_ids or self._special_tokens,
-                "cache_bytes": self.cache_bytes, "pattern": self._pattern}
+                "cache_bytes": self.cache_bytes, "pattern": self._pattern, "ignore_merges": self._ignore_merges}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._vocab = dict(state["vocab"])
@@ -462,6 +474,7 @@ class Tokenizer:
         self._given_ids = dict(state["special_tokens"]) if isinstance(state["special_tokens"], dict) else None
         self.cache_bytes = state.get("cache_bytes", DEFAULT_CACHE_BYTES)
         self._pattern = state.get("pattern", GPT2_PATTERN)
+        self._ignore_merges = state.get("ignore_merges", False)
         self._build()
 
     def __repr__(self) -> str:
@@ -479,11 +492,3 @@ def _fill_marked(cache: PretokenCache, marked: list[tuple[list[bytes], int, int]
     for (parts, index, start), end in zip(marked, ends):
         parts[index] = replace_markers(parts[index], list(map(values.__getitem__, waiting[start:end])))
     marked.clear()
-
-
-class _MergeError(ValueError):
-    """A merge that does not fit the vocab; `from_files` turns it into an InputError naming the merges.txt line."""
-
-    def __init__(self, rank: int, message: str) -> None:
-        super().__init__(message)
-        self.rank = rank

@@ -5,20 +5,15 @@ A `.tiktoken` file, the format of tiktoken's `load_tiktoken_bpe` (OpenAI's cl100
 The file holds neither the pre-tokenization pattern nor the special tokens: tiktoken takes them separately
 (`pat_str=`, `special_tokens=`), and so does hf_bpe (`pattern=`, `special_tokens={token: id}`).
 
-tiktoken needs no merges list: it repeatedly joins the adjacent pair of parts whose concatenation has the lowest rank.
-The merges of a BPE are derived from that: each token above the single bytes is the merge of the two lower-ranked
-tokens that tiktoken's own procedure reaches on that token's bytes, stopped below its rank (`derive_merges`: the
-known `bpe(mergeable_ranks, token, max_rank=rank)`, one merge per token; transformers' TikTokenConverter now lists
-every split into two tokens instead). The merges come in rank order and token ids are the ranks. tiktoken could
-still join two parts that make a token by another split than its merge; in vocabs made by BPE training, as OpenAI's
-are, this has not been seen: `hf_bpe.Tokenizer`, `tokenizers` and `AutoTokenizer` give tiktoken's ids on cl100k_base
-(tests/formats/test_tiktoken_files.py, tests/cli/test_convert.py). The reverse, `write_tiktoken_file`, writes the ids
-of a vocab as ranks; `tiktoken_ranks` checks that tiktoken will follow its merges.
-
-Not handled: a token that is not the merge of two lower-ranked tokens (tiktoken reaches it only by looking a whole
-pre-token up before merging, which hf_bpe's BPE does not do; tokenizers calls that `ignore_merges`) is refused with
-an InputError naming its line, as is anything else malformed. Ranks above 2**32 - 2 are refused (tiktoken's ranks are
-32-bit, and hf_bpe reserves the last value).
+tiktoken needs no merges list: it looks a pre-token up whole, else repeatedly joins the adjacent pair of parts whose
+concatenation has the lowest rank. The merges of a BPE that takes the same steps are derived from the ranks
+(`hf_bpe.formats.tiktoken_merges.derive_merges`): one per token, the two parts that tiktoken's procedure on the
+token's own bytes joins last, which may rank above the token (Llama 3's `.:.:` is `.:.` + `:`); a token that the
+procedure never reaches gets no merge, and is found by the lookup (`ignore_merges`). The merges come in rank order and
+token ids are the ranks. Every file tiktoken reads is taken, and the BPE gives tiktoken's ids on every text. The
+reverse, `write_tiktoken_file`, writes the ids of a vocab as ranks; `tiktoken_ranks` checks that tiktoken will follow
+its merges. Malformed files are refused with an InputError naming the line. Ranks above 2**32 - 2 are refused
+(tiktoken's ranks are 32-bit, and hf_bpe reserves the last value).
 
 >>> import base64, tempfile
 >>> from pathlib import Path
@@ -38,30 +33,20 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from itertools import repeat
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import read_small_bytes, write_atomically
+from hf_bpe.formats.tiktoken_merges import derive_merges
 from hf_bpe.pretokenize import validate_special_tokens
 
 #: The largest rank (token id) accepted: tiktoken's ranks are 32-bit, and hf_bpe's id arrays keep 2**32 - 1 apart.
 MAX_RANK = 2**32 - 2
-# Above every rank: the rank of a pair whose concatenation is no token.
-_NO_RANK = MAX_RANK + 1
 # Missing bytes named in an error message, at most.
 _NAMED_BYTES = 8
-
-
-class UnmergeableTokenError(ValueError):
-    """A token that tiktoken's procedure, run on its bytes below its rank, does not bring to exactly two parts."""
-
-    def __init__(self, token: bytes, rank: int, parts: list[bytes]) -> None:
-        super().__init__(f"token {token!r} (rank {rank}) is not the merge of two lower-ranked tokens: BPE on its "
-                         f"bytes below its rank stops at {len(parts)} parts {parts[:6]!r}"
-                         + ("..." if len(parts) > 6 else ""))
-        self.token, self.rank = token, rank
 
 
 def read_tiktoken_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
@@ -77,6 +62,9 @@ def _read_ranks(path: str | os.PathLike[str]) -> tuple[dict[bytes, int], dict[in
     """(token -> rank, rank -> 1-based line number) of a `.tiktoken` file; see `read_tiktoken_ranks`."""
     name = os.fspath(path)
     data = read_small_bytes(path, expected="a .tiktoken file")
+    canonical = _read_canonical(data)
+    if canonical is not None:
+        return canonical
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
     for line_number, line in enumerate(data.split(b"\n"), start=1):
@@ -114,49 +102,28 @@ def _read_ranks(path: str | os.PathLike[str]) -> tuple[dict[bytes, int], dict[in
     return ranks, line_of_rank
 
 
-def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
-    """The merges of a tiktoken vocab, in rank order: for each token above the single bytes, the two parts that
-    tiktoken's procedure reaches on its bytes using only lower-ranked tokens.
-
-    Raises UnmergeableTokenError (a ValueError) for a token that this procedure does not bring to two parts.
-
-    >>> derive_merges({b"a": 0, b"b": 1, b"c": 2, b"bc": 3, b"ab": 4, b"abc": 5})
-    [(b'b', b'c'), (b'a', b'b'), (b'a', b'bc')]
-    """
-    get = ranks.get
-    merges: list[tuple[bytes, bytes]] = []
-    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
-        if len(token) == 2:  # the common case, and its only possible split
-            merges.append((token[:1], token[1:]))
-        elif len(token) > 2:
-            parts = _merge_below(token, rank, get)
-            if len(parts) != 2:
-                raise UnmergeableTokenError(token, rank, parts)
-            merges.append((parts[0], parts[1]))
-    return merges
-
-
-def _merge_below(token: bytes, max_rank: int, get: Callable[[bytes, int], int]) -> list[bytes]:
-    """tiktoken's procedure on the bytes of `token`, stopped before a merge of rank `max_rank` or above: repeatedly
-    join the leftmost adjacent pair whose concatenation has the lowest rank.
-
-    Each step is a C-level `min` and `list.index` over the pair ranks, and only the two ranks next to the merge are
-    looked up again (tokens are short: quadratic time in C beats a heap's per-step Python work).
-    """
-    parts = [token[index:index + 1] for index in range(len(token))]
-    pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(_NO_RANK)))
-    while pair_ranks:
-        lowest = min(pair_ranks)
-        if lowest >= max_rank:
-            break
-        index = pair_ranks.index(lowest)
-        parts[index:index + 2] = [parts[index] + parts[index + 1]]
-        del pair_ranks[index]
-        if index > 0:
-            pair_ranks[index - 1] = get(parts[index - 1] + parts[index], _NO_RANK)
-        if index < len(pair_ranks):
-            pair_ranks[index] = get(parts[index] + parts[index + 1], _NO_RANK)
-    return parts
+def _read_canonical(data: bytes) -> tuple[dict[bytes, int], dict[int, int]] | None:
+    """`_read_ranks` of a file laid out as tiktoken's own are (each line a base64 token, one space, a rank, a line
+    feed; no blank line) and valid, with C-level calls over all lines at once; None for any other file, which the
+    line-by-line reading then reads, or names the line of its first fault."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    fields = data.split()
+    if (len(fields) != 2 * len(lines) or list(map(bytes.count, lines, repeat(b" "))).count(1) != len(lines)
+            or not b"".join(fields[1::2]).isdigit()):
+        return None
+    try:
+        tokens = list(map(partial(binascii.a2b_base64, strict_mode=True), fields[0::2]))
+    except binascii.Error:
+        return None
+    rank_list = list(map(int, fields[1::2]))
+    ranks = dict(zip(tokens, rank_list))
+    line_of_rank = dict(zip(rank_list, range(1, len(lines) + 1)))
+    if (len(ranks) != len(lines) or len(line_of_rank) != len(lines) or max(rank_list) > MAX_RANK
+            or not min(map(len, tokens)) or any(bytes([byte]) not in ranks for byte in range(256))):
+        return None
+    return ranks, line_of_rank
 
 
 def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int] | None = None
@@ -168,15 +135,11 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
     tiktoken's o200k_harmony: the vocab holds the first of them there, which is what the id decodes as (tiktoken
     decodes o200k_harmony's 200018 as `<|endofprompt|>`), and each encodes to it.
 
-    Raises InputError naming the file (and the line) for a malformed file or a token that is not the merge of two
-    lower-ranked tokens, and for a special token whose id is a rank of the file or whose text is one of its tokens.
+    Raises InputError naming the file (and the line) for a malformed file, and for a special token whose id is a rank
+    of the file or whose text is one of its tokens.
     """
     ranks, line_of_rank = _read_ranks(path)
-    try:
-        merges = derive_merges(ranks)
-    except UnmergeableTokenError as error:
-        raise InputError(f"{os.fspath(path)}: line {line_of_rank[error.rank]}: {error}; hf_bpe's BPE cannot reach "
-                         f"such a token") from None
+    merges = derive_merges(ranks).merges
     vocab = {rank: token for token, rank in ranks.items()}
     specials = dict(special_tokens or {})
     validate_special_tokens(list(specials))
@@ -196,14 +159,15 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
 
 
 def tiktoken_ranks(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                   special_tokens: Sequence[str] = ()) -> dict[bytes, int]:
+                   special_tokens: Sequence[str] = (), *, ignore_merges: bool = False) -> dict[bytes, int]:
     """The `mergeable_ranks` with which tiktoken encodes like the BPE (vocab, merges): every token but the special
     ones, its id as its rank.
 
     tiktoken joins whichever adjacent pair makes the lowest-ranked token, so this holds when merged tokens are
     numbered in merge order (as in GPT-2's files, every vocab hf_bpe trains, and every vocab read from a tiktoken
-    file), and every token longer than one byte is made by a merge (tiktoken would make it by lookup). Raises
-    ValueError otherwise.
+    file), and every token longer than one byte is made by a merge (tiktoken would make it by lookup), unless the BPE
+    looks pre-tokens up too (`ignore_merges`, as a directory converted from a tiktoken file does). Raises ValueError
+    otherwise.
 
     >>> tiktoken_ranks({0: b"a", 1: b"b", 2: b"ab", 3: b"<s>"}, [(b"a", b"b")], ["<s>"])
     {b'a': 0, b'b': 1, b'ab': 2}
@@ -217,7 +181,7 @@ def tiktoken_ranks(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, byt
                              f"merged after {vocab[earlier]!r}, id {earlier}), so tiktoken cannot use the ids as "
                              f"ranks")
     merged = set(merged_ids)
-    for token_id, token in sorted(vocab.items()):
+    for token_id, token in [] if ignore_merges else sorted(vocab.items()):
         if len(token) > 1 and token_id not in merged and token_id not in special_ids:
             raise ValueError(f"token {token!r} (id {token_id}) is made by no merge and is not a special token, so "
                              f"tiktoken would produce it where the BPE does not")
@@ -226,7 +190,7 @@ def tiktoken_ranks(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, byt
 
 def write_tiktoken_file(path: str | os.PathLike[str], vocab: Mapping[int, bytes],
                         merges: Sequence[tuple[bytes, bytes]], special_tokens: Sequence[str] = (), *,
-                        replace: bool = False) -> Path:
+                        replace: bool = False, ignore_merges: bool = False) -> Path:
     """Write the `.tiktoken` file of a BPE (its `tiktoken_ranks`, in rank order) atomically; return its path.
 
     `tiktoken.Encoding(name, pat_str=PATTERN, mergeable_ranks=load_tiktoken_bpe(path), special_tokens={token: id})`
@@ -234,14 +198,15 @@ def write_tiktoken_file(path: str | os.PathLike[str], vocab: Mapping[int, bytes]
     tokens, which the file cannot hold, must be passed as shown. (A custom pattern that leaves some characters
     unmatched is the exception: tiktoken drops them, hf_bpe keeps them; every preset matches every character.)
     Raises ValueError when tiktoken could not follow the merges or a single byte has no token, and InputError when
-    `path` exists (unless `replace`) or is a directory.
+    `path` exists (unless `replace`) or is a directory. `ignore_merges`: the BPE looks pre-tokens up whole
+    (`hf_bpe.Tokenizer`'s option), so tokens made by no merge are written too.
     """
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file name")
     if path.exists() and not replace:
         raise InputError(f"{path}: exists (pass replace=True to replace it)")
-    ranks = tiktoken_ranks(vocab, merges, special_tokens)
+    ranks = tiktoken_ranks(vocab, merges, special_tokens, ignore_merges=ignore_merges)
     missing = [byte for byte in range(256) if bytes([byte]) not in ranks]
     if missing:
         raise ValueError(f"the vocab has no token for {_describe_bytes(missing)}, and a .tiktoken file needs all 256 "

@@ -97,7 +97,7 @@ class ModelTables:
         for token_id, content in self.added_tokens:
             vocab[token_id] = content.encode("utf-8")
         self.with_added = type(self.ordinary)(vocab, self.merges, [content for _, content in self.added_tokens],
-                                              pattern=self.ordinary.pattern)
+                                              pattern=self.ordinary.pattern, ignore_merges=self.ordinary.ignore_merges)
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self._state is None:
@@ -109,17 +109,21 @@ class ModelTables:
         from hf_bpe.pretokenize import GPT2_PATTERN
 
         pattern = self.ordinary.pattern  # GPT-2's is left out: pickles of GPT-2 tokenizers stay as they were
+        ignore_merges = self.ordinary.ignore_merges
         return _restore_tables, (*self._state, type(self.ordinary), self.added_tokens,
-                                 *(() if pattern == GPT2_PATTERN else (pattern,)))
+                                 *(() if pattern == GPT2_PATTERN and not ignore_merges else (pattern,)),
+                                 *((True,) if ignore_merges else ()))
 
 
 def _restore_tables(model: tuple[Any, ...], literal: dict[int, str], tokenizer_class: Any,
-                    added_tokens: Sequence[tuple[int, str]], pattern: str | None = None) -> ModelTables:
+                    added_tokens: Sequence[tuple[int, str]], pattern: str | None = None,
+                    ignore_merges: bool = False) -> ModelTables:
     from hf_bpe.formats.gpt2 import token_to_str
 
     base_vocab, merges = expand_model(model)
     encoder = {literal.get(token_id) or token_to_str(token): token_id for token_id, token in base_vocab.items()}
-    tables = ModelTables(encoder, tokenizer_class(base_vocab, merges, pattern=pattern), added_tokens)
+    tables = ModelTables(encoder, tokenizer_class(base_vocab, merges, pattern=pattern, ignore_merges=ignore_merges),
+                         added_tokens)
     tables._state = (model, literal)
     return tables
 

@@ -97,7 +97,8 @@ class DirectorySaving:
         specials = self._special_tokens_in_base_vocab()
         write_text_atomically(staging / "tokenizer.json",
                               build_tokenizers_json(self._base_vocab, self.merges, specials, added,
-                                                    pattern=self.pattern))  # type: ignore[attr-defined]
+                                                    pattern=self.pattern,  # type: ignore[attr-defined]
+                                                    ignore_merges=self._ordinary.ignore_merges))
         write_text_atomically(staging / f"{MODULE_NAME}.py", MODULE_SOURCE)
         config_path = staging / "tokenizer_config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))

@@ -131,7 +131,7 @@ def bytes_file(path: Path, tail: str = "") -> Path:
 
 @pytest.mark.parametrize(("tail", "options", "message"), [
     ("YWI= x\n", [], "bad.tiktoken: line 257: the rank 'x' is not an integer"),
-    ("YWJj 256\n", [], "bad.tiktoken: line 257: token b'abc' (rank 256) is not the merge of two lower-ranked tokens"),
+    ("YWJj 256\nYWJj 257\n", [], "bad.tiktoken: line 258: token b'abc' appears twice"),
     ("", ["--special-token", "<s>"], "--special-token '<s>' is not TOKEN=ID"),
     ("", ["--special-token", "<s>=-1"], "--special-token '<s>=-1' is not TOKEN=ID"),
     ("", ["--special-token", "<s>=3"], "special token '<s>': its id 3 is already the rank of b'\\x03'"),
