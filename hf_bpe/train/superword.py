@@ -25,6 +25,7 @@ from which stage. Plain reference: `hf_bpe.train._reference.reference_superword_
 from __future__ import annotations
 
 import operator
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     """
     vocab, merges = stage_one
     ordinary = {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
-    base = Tokenizer(ordinary, merges)
+    base = StageOneTokenizer(ordinary, merges)
     start = time.perf_counter()
     try:
         vocab, merges = extend_bpe_from_counts(
@@ -99,6 +100,50 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     if verbose:
         report_training(len(counts), counting_seconds, len(merges) - len(base.merges), time.perf_counter() - start)
     return vocab, merges
+
+
+class StageOneTokenizer(Tokenizer):
+    """Stage 1's tokenizer, which splits stage-2 pre-tokens into its tokens in pieces: the same ids as `Tokenizer`'s,
+    found once per distinct piece rather than once per byte of the corpus.
+
+    A stage-2 pre-token is a document between numbers, and the corpus holds few of them twice, so merging each one
+    whole costs the encoder's per-byte work on the whole corpus. But no merge can join two tokens across a place
+    where no token holds the two bytes on either side: such a place splits the pre-token into parts that the encoder
+    merges independently, and their ids joined are the ids of the whole (BPE merges by rank within each part; no pair
+    spans the cut). The place used is before a space that follows a byte no stage-1 token has before a space (with
+    GPT-2's pattern, any byte of a non-whitespace character), so the parts are mostly words, each merged once
+    (`piece_cut`).
+
+    >>> from hf_bpe.encode.cache import unpack_ids
+    >>> tokenizer = StageOneTokenizer({i: bytes([i]) for i in range(256)} | {256: b"  "}, [(b" ", b" ")])
+    >>> [unpack_ids(ids) for ids in tokenizer.merge_pretoken_bytes([b"a b  c"])]
+    [[97, 32, 98, 256, 99]]
+    >>> tokenizer.piece_cut.split(b"a b  c x")  # no token holds "b " or "c ", "  " holds two spaces
+    [b'a', b' b', b'  c', b' x']
+    """
+
+    @property
+    def piece_cut(self) -> re.Pattern[bytes] | None:
+        """Zero-width, before each space that no stage-1 token holds together with the byte before it."""
+        if not hasattr(self, "_piece_cut"):
+            before_space = {token[index - 1] for token in self.vocab.values()
+                            for index in range(1, len(token)) if token[index] == 0x20}
+            allowed = b"".join(re.escape(bytes([byte])) for byte in range(256) if byte not in before_space)
+            self._piece_cut = re.compile(b"(?<=[" + allowed + b"])(?= )") if allowed else None
+        return self._piece_cut
+
+    def merge_pretoken_bytes(self, words: Sequence[bytes]) -> list[bytes]:
+        """`Tokenizer.merge_pretoken_bytes`, each distinct piece of the words (`piece_cut`) merged once."""
+        cut = self.piece_cut
+        if cut is None:
+            return super().merge_pretoken_bytes(words)
+        distinct: set[bytes] = set()
+        for word in words:
+            distinct.update(cut.split(word))
+        pieces = list(distinct)
+        ids = dict(zip(pieces, super().merge_pretoken_bytes(pieces)))
+        del distinct, pieces
+        return [b"".join(map(ids.__getitem__, cut.split(word))) for word in words]
 
 
 @dataclass(frozen=True)
@@ -118,4 +163,4 @@ class SuperwordStages:
         return cls(range(256, 256 + stage_one_merges), range(256 + stage_one_merges, 256 + num_merges))
 
 
-__all__ = ["SuperwordStages", "check_superword_options", "continue_with_superwords"]
+__all__ = ["StageOneTokenizer", "SuperwordStages", "check_superword_options", "continue_with_superwords"]

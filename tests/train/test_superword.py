@@ -19,9 +19,10 @@ from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_fro
 from hf_bpe.pretokenize import compile_pattern
 from hf_bpe.train._reference import reference_superword_train
 from hf_bpe.train.count import count_pretokens_in_iterator
-from hf_bpe.train.superword import SuperwordStages, continue_with_superwords
+from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, continue_with_superwords
 from tests import FIXTURES
 from tests.pretokenize.test_patterns import QWEN2, pattern_text
+from tests.train.test_extend import random_bases
 from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
 
 ENDOFTEXT = "<|endoftext|>"
@@ -44,6 +45,14 @@ def test_superword_merges_equal_the_reference(texts: list[str], merges: int, sta
     expected = reference_superword_train(texts, vocab_size, transition, [ENDOFTEXT], pattern, superword_pattern)
     assert train_bpe_from_iterator(texts, vocab_size, [ENDOFTEXT], num_workers=1, pattern=pattern,
                                    superword_from=transition, superword_pattern=superword_pattern) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=random_bases(), words=st.lists(st.lists(st.sampled_from(["a", "b", "c", " ", "é", "ab", "  "]), max_size=30)
+                                          .map(lambda parts: "".join(parts).encode()), max_size=8))
+def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer, words: list[bytes]) -> None:
+    pieces = StageOneTokenizer(base.vocab, base.merges, base.special_tokens)
+    assert pieces.merge_pretoken_bytes(words) == base.merge_pretoken_bytes(words)
 
 
 def test_files_and_worker_processes_train_the_same_superwords(tmp_path: Path) -> None:
