@@ -5,9 +5,11 @@ every bad input is one line on stderr and exit code 2, with nothing written."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -111,6 +113,89 @@ def test_tiktoken_reads_an_exported_trained_tokenizer_with_our_ids(tmp_path: Pat
     ours = Tokenizer(vocab, merges, specials, pattern="cl100k")
     for text in [*texts, *TRICKY, "a<pad>b<|endoftext|>"]:
         assert encoding.encode(text, allowed_special="all") == ours.encode(text)
+
+
+# ------------------------------------------- rank files whose tokens come through higher-ranked parts, every loader
+
+TRICKY_PATTERN = r"\S+|\s+"  # long pre-tokens, where the ranks' order matters most
+TRICKY_SPECIALS = {"<|endoftext|>": 400}
+
+
+def tricky_ranks() -> dict[bytes, int]:
+    """The 256 bytes and strings over "ab.:" at random ranks (seeded): tokens reached through parts that rank above
+    them, tokens reached by no joins, several splits of one token; and Llama 3's .:.: (see test_tiktoken_merges)."""
+    rng = random.Random(26)
+    tokens = {bytes(rng.choice(b"ab.:") for _ in range(rng.randint(2, 6))) for _ in range(120)}
+    everything = [bytes([byte]) for byte in range(256)] + sorted(tokens - {b":.", b".:", b".:.:", b".:."})
+    rng.shuffle(everything)
+    everything += [b":.", b".:", b".:.:", b".:."]
+    return {token: rank for rank, token in enumerate(everything)}
+
+
+def tricky_texts() -> list[str]:
+    rng = random.Random(27)
+    words = [" ".join("".join(rng.choice("ab.:") for _ in range(rng.randint(1, 14))) for _ in range(300))]
+    return [*words, " ".join(token.decode() for token in tricky_ranks() if len(token) > 1), *TRICKY,
+            "a.:.:b<|endoftext|>.:.:. :.:.:"]
+
+
+def all_splits_merges(path: Path) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """The vocab and merges transformers' own TikTokenConverter makes of a rank file: every split of each token into
+    two tokens, several merges making one token."""
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    from hf_bpe.formats.gpt2 import str_to_token
+
+    vocab, merges = TikTokenConverter(vocab_file=str(path)).extract_vocab_merges_from_model(str(path))
+    return ({rank: str_to_token(token) for token, rank in vocab.items()},
+            [(str_to_token(left), str_to_token(right)) for left, right in merges])
+
+
+@pytest.fixture(scope="module")
+def tricky_directories(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """The tricky rank file, converted by hf-bpe convert, and saved with TikTokenConverter's merges."""
+    work = tmp_path_factory.mktemp("tricky")
+    source = work / "tricky.tiktoken"
+    source.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in tricky_ranks().items()))
+    converted = work / "converted"
+    options = [option for token, token_id in TRICKY_SPECIALS.items()
+               for option in ("--special-token", f"{token}={token_id}")]
+    assert main(["convert", str(source), "--pattern", TRICKY_PATTERN, *options, "--out", str(converted)]) == 0
+    vocab, merges = all_splits_merges(source)
+    assert len(merges) > len({left + right for left, right in merges})  # several merges make one token
+    all_splits = save_tokenizer_directory(work / "all_splits", vocab | {400: b"<|endoftext|>"}, merges,
+                                          list(TRICKY_SPECIALS), pattern=TRICKY_PATTERN, ignore_merges=True)
+    return source, [converted, all_splits]
+
+
+def test_every_loader_gives_tiktokens_ids_on_a_tricky_rank_file(tricky_directories: tuple[Path, list[Path]],
+                                                                tmp_path: Path) -> None:
+    from tests.hf.test_loading import LOADERS, Loader
+
+    source, directories = tricky_directories
+    texts = tricky_texts()
+    encoding = tiktoken.Encoding("tricky", pat_str=TRICKY_PATTERN, mergeable_ranks=tricky_ranks(),
+                                 special_tokens=TRICKY_SPECIALS)
+    expected = encoding.encode_batch(texts, allowed_special="all")
+    specials = [list(TRICKY_SPECIALS)] * len(directories)
+    for name in LOADERS:  # AutoTokenizer, tokenizers, HFBPETokenizer, remote code, Tokenizer.from_files, tiktoken
+        loader = Loader(name, directories, specials, tmp_path)
+        try:
+            loader.handshake()
+            for index, directory in enumerate(directories):
+                assert loader.encode(index, texts) == expected, (name, directory.name)
+        finally:
+            loader.close()
+    assert Tokenizer.from_tiktoken(source, TRICKY_PATTERN, TRICKY_SPECIALS).encode_batch(texts) == expected
+
+
+def test_exporting_a_tricky_converted_directory_gives_back_the_file(tricky_directories: tuple[Path, list[Path]],
+                                                                    tmp_path: Path) -> None:
+    source, directories = tricky_directories
+    for directory in directories:
+        out = tmp_path / f"{directory.name}.tiktoken"
+        assert main(["export-tiktoken", str(directory), "--out", str(out)]) == 0
+        assert out.read_bytes() == source.read_bytes()
 
 
 # ------------------------------------------------------------------------------------------------------ bad input

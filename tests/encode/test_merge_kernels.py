@@ -220,3 +220,42 @@ def test_batch_merge_of_no_words_and_of_empty_words() -> None:
     assert merge_batch_packed([], tables, UINT32) == []
     assert merge_batch_packed([b"", b"aaa", b""], tables, UINT32) == packed([(), (1, 0), ()])
     assert merge_batch_packed([b"", b"aaa", b""], tables, UINT32) == [b"", b"\1\0\0\0\0\0\0\0", b""]
+
+
+@st.composite
+def shared_rank_tables(draw: st.DrawFn) -> tuple[dict[int, int], dict[tuple[int, int], int], list[int], list[bytes]]:
+    """tiktoken's own table: every split of every token into two tokens, its rank the merged token's, so different
+    pairs share one rank (for "aba", (ab, a) and (a, ba)); the kernels must take the leftmost, as tiktoken does."""
+    rng = draw(st.randoms(use_true_random=False))
+    tokens = [b"a", b"b"] + sorted({bytes(rng.choice(b"ab") for _ in range(rng.randint(2, 6)))
+                                    for _ in range(draw(st.integers(0, 25)))})
+    rng.shuffle(tokens)
+    ids = {token: token_id for token_id, token in enumerate(tokens)}
+    pair_ranks = {(ids[token[:cut]], ids[token[cut:]]): ids[token] for token in tokens
+                  for cut in range(1, len(token)) if token[:cut] in ids and token[cut:] in ids}
+    return {97: ids[b"a"], 98: ids[b"b"]}, pair_ranks, list(range(len(tokens))), tokens
+
+
+@FAST
+@given(shared_rank_tables(), st.lists(st.text("ab", max_size=40).map(str.encode), max_size=30))
+def test_kernels_take_the_leftmost_of_different_pairs_of_one_rank(
+        table: tuple[dict[int, int], dict[tuple[int, int], int], list[int], list[bytes]], words: list[bytes]) -> None:
+    from hf_bpe.encode.long_words import merge_long_word
+
+    byte_ids, pair_ranks, merged_ids, tokens = table
+    tables = BatchTables(byte_ids, pair_ranks, merged_ids)
+    expected = [tuple(reference_merge([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) for word in words]
+    for word, ids in zip(words, expected):
+        assert tuple(merge_by_scanning([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) == ids
+        assert tuple(merge_with_heap([byte_ids[byte] for byte in word], pair_ranks, merged_ids)) == ids
+        if tables.monotone:
+            assert tuple(merge_long_word(word, tables, band=2, slice_size=3).tolist()) == ids
+    assert merge_batch_packed(words, tables, UINT32) == packed(expected)
+
+
+def test_the_left_pair_of_one_rank_goes_first() -> None:
+    # Parts ab, a, ba (ids 2, 0, 3) with the token aba (id 4): (ab, a) and (a, ba) both make it; the left one goes.
+    pair_ranks = {(0, 1): 2, (1, 0): 3, (2, 0): 4, (0, 3): 4}
+    assert reference_merge([2, 0, 3], pair_ranks, [0, 1, 2, 3, 4]) == [4, 3] != [2, 4]
+    for kernel in (merge_by_scanning, merge_with_heap):
+        assert kernel([2, 0, 3], pair_ranks, [0, 1, 2, 3, 4]) == [4, 3]

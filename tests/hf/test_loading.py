@@ -53,9 +53,10 @@ def load(directory, special_tokens):
         return tok, lambda texts: [encoding.ids for encoding in tok.encode_batch(texts)]
     if loader == "hf_bpe":
         from hf_bpe import Tokenizer
-        from hf_bpe.formats.hf_directory import read_directory_pattern
+        from hf_bpe.formats.hf_directory import read_directory_ignore_merges, read_directory_pattern
         tok = Tokenizer.from_files(directory + "/vocab.json", directory + "/merges.txt", special_tokens,
-                                   pattern=read_directory_pattern(directory))
+                                   pattern=read_directory_pattern(directory),
+                                   ignore_merges=read_directory_ignore_merges(directory))
         return tok, lambda texts: [tok.encode(text) for text in texts]
     if loader == "tiktoken":
         from hf_bpe.formats.hf_directory import load_tokenizer_directory
