@@ -29,6 +29,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from hf_bpe.pretokenize.superword import SUPERWORD_NAME
 from hf_bpe.train.checks import report_training
 from hf_bpe.train.extend import extend_bpe_from_counts
 from hf_bpe.train.merge_loop import Merges, Vocab
+
+# Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
+PIECE_BATCH = 1 << 14
 
 
 def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,
@@ -140,8 +144,10 @@ class StageOneTokenizer(Tokenizer):
         distinct: set[bytes] = set()
         for word in words:
             distinct.update(cut.split(word))
-        pieces = list(distinct)
-        ids = dict(zip(pieces, super().merge_pretoken_bytes(pieces)))
+        ids: dict[bytes, bytes] = {}
+        pieces = iter(distinct)
+        while batch := list(islice(pieces, PIECE_BATCH)):  # the encoder's batch kernel takes ~50 bytes per byte
+            ids.update(zip(batch, super().merge_pretoken_bytes(batch)))
         del distinct, pieces
         return [b"".join(map(ids.__getitem__, cut.split(word))) for word in words]
 
