@@ -49,8 +49,9 @@ def add_baseline_argument(parser: argparse.ArgumentParser, default: Sequence[str
     """`--baseline`, the tokenizers `hf-bpe card` and `hf-bpe eval` compare with."""
     parser.add_argument("--baseline", nargs="+", action="extend", dest="baselines", metavar="B",
                         help="tokenizers to compare with: gpt2 (shipped), cl100k=FILE or o200k=FILE (a tiktoken "
-                             "file you give; nothing is downloaded), or a tokenizer directory; one or more, or "
-                             "'none' (default: " + (" ".join(default) or "none") + ")")
+                             "file you give; nothing is downloaded), or a HuggingFace tokenizer directory (tokenizers "
+                             "encodes its tokenizer.json); one or more, or 'none' (default: "
+                             + (" ".join(default) or "none") + ")")
 
 
 def chosen_baselines(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:

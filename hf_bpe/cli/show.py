@@ -26,7 +26,9 @@ SHOW_DESCRIPTION = (
 def add_show_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `hf-bpe show`."""
     parser.add_argument("tokenizer", metavar="DIR",
-                        help="a tokenizer directory saved by hf_bpe, or a baseline: gpt2, cl100k=FILE, o200k=FILE")
+                        help="a tokenizer directory (saved by hf_bpe, or any HuggingFace tokenizer directory, which "
+                             "tokenizers encodes from its tokenizer.json), or a baseline: gpt2, cl100k=FILE, "
+                             "o200k=FILE")
     parser.add_argument("text", nargs="*", metavar="TEXT",
                         help="the text to show; several words are joined by single spaces (default: --file, else "
                              "standard input)")
@@ -69,14 +71,14 @@ def run_show(args: argparse.Namespace) -> int:
     if args.html is not None:
         write_text_atomically(args.html, render_html(spans, text, f"{source} in tokens of {named.name}",
                                                      show_ids=args.ids))
-        print(f"wrote {args.html}: {counts}", file=sys.stderr)
+        print(f"wrote {args.html}: {counts} (encoded by {named.engine})", file=sys.stderr)
         return 0
     if use_colour(args.color, sys.stdout):
         sys.stdout.write(render_ansi(spans, show_ids=args.ids) + "\n")
     else:
         sys.stdout.write(render_plain(spans, show_ids=args.ids) + "\n")
     sys.stdout.flush()
-    print(f"{named.name}: {counts}", file=sys.stderr)
+    print(f"{named.name} (encoded by {named.engine}): {counts}", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,13 @@ A tokenizer is named on the command line by one of:
   (`hf_bpe/evaluation/gpt2_files`, 1.5 MB), so that it works offline;
 - `cl100k=PATH` or `o200k=PATH`: GPT-4's or GPT-4o's tokenizer from its tiktoken file, which the user gives
   (`cl100k_base.tiktoken`, `o200k_base.tiktoken`), with tiktoken's pattern and special tokens; hf_bpe never
-  downloads anything. A path to a file named `cl100k_base*.tiktoken` or `o200k_base*.tiktoken` works too.
+  downloads anything. A path to a file named `cl100k_base*.tiktoken` or `o200k_base*.tiktoken` works too;
+- a baseline directory: any HuggingFace tokenizer directory (its `tokenizer.json`: Qwen's, Llama 3's, ...),
+  encoded by the `tokenizers` library itself (hf_bpe.evaluation.hf_tokenizers).
+
+Each `NamedTokenizer` says which engine encodes it (`engine`): "hf_bpe" (hf_bpe's encoder) or "tokenizers".
+`hf-bpe show DIR` (`resolve_tokenizer`) encodes with hf_bpe a directory that hf_bpe reads exactly, and any other
+directory with a `tokenizer.json` with `tokenizers`.
 
 >>> gpt2 = resolve_tokenizer("gpt2")
 >>> gpt2.name, gpt2.tokenizer.vocab_size, gpt2.tokenizer.encode("Hello world")
@@ -48,6 +54,11 @@ class NamedTokenizer:
     tokenizer: Any
     is_baseline: bool = False
 
+    @property
+    def engine(self) -> str:
+        """The library that encodes it: "hf_bpe", or "tokenizers" for another model's tokenizer.json."""
+        return getattr(self.tokenizer, "engine", "hf_bpe")
+
 
 def gpt2_tokenizer() -> Any:
     """GPT-2's tokenizer (`<|endoftext|>` = 50256) from the copy of its files shipped in the package."""
@@ -72,18 +83,34 @@ def resolve_directory(directory: str) -> NamedTokenizer:
 
 
 def resolve_tokenizer(spec: str) -> NamedTokenizer:
-    """The tokenizer named by `spec`: a directory (which wins over a baseline of the same name), or a baseline.
+    """The tokenizer named by `spec`: a directory (which wins over a baseline of the same name), or a baseline. A
+    directory that hf_bpe does not read exactly (another model's, with a normalizer, say) is encoded by `tokenizers`
+    from its tokenizer.json.
 
     >>> resolve_tokenizer("no/such/dir")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     hf_bpe.common.errors.InputError: no/such/dir: not a tokenizer directory, nor a baseline (gpt2, ...)
     """
-    return resolve_directory(spec) if Path(spec).is_dir() else resolve_baseline(spec)
+    if not Path(spec).is_dir():
+        return resolve_baseline(spec)
+    try:
+        return resolve_directory(spec)
+    except InputError:
+        if not (Path(spec) / "tokenizer.json").is_file():
+            raise
+    return NamedTokenizer(directory_name(spec), _tokenizers_engine(spec))
+
+
+def _tokenizers_engine(directory: str) -> Any:
+    from hf_bpe.evaluation.hf_tokenizers import load_tokenizer_json
+
+    return load_tokenizer_json(directory)
 
 
 def resolve_baseline(spec: str) -> NamedTokenizer:
-    """The baseline named by `spec`: `gpt2`, `cl100k=PATH`, `o200k=PATH`, a `.tiktoken` path, or a directory."""
+    """The baseline named by `spec`: `gpt2`, `cl100k=PATH`, `o200k=PATH`, a `.tiktoken` path, or a directory (encoded
+    by `tokenizers` from its tokenizer.json)."""
     name, _, path = spec.partition("=")
     if spec == "gpt2":
         return NamedTokenizer("gpt2", gpt2_tokenizer(), is_baseline=True)
@@ -99,7 +126,7 @@ def resolve_baseline(spec: str) -> NamedTokenizer:
         raise InputError(f"{spec}: cannot tell which tokenizer this tiktoken file is from its name; name it: "
                          f"{' or '.join(f'{known}={spec}' for known in TIKTOKEN_BASELINES)}")
     if Path(spec).is_dir():
-        return NamedTokenizer(directory_name(spec), load_directory_tokenizer(spec), is_baseline=True)
+        return NamedTokenizer(directory_name(spec), _tokenizers_engine(spec), is_baseline=True)
     raise InputError(f"{spec}: not a tokenizer directory, nor a baseline (gpt2, cl100k=PATH, o200k=PATH)")
 
 

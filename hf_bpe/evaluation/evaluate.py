@@ -5,7 +5,9 @@ counts every token id. Each file is read once, in chunks cut at safe places (`hf
 keeping only cuts at a single space between two non-whitespace characters, where every preset pattern, GPT-2's
 included, can be cut, and inside no special token of any tokenizer), and large files are spread over worker
 processes; every chunk goes through every tokenizer. The counts equal those of encoding the whole file at once:
-special tokens count as one token each.
+special tokens count as one token each. Another model's tokenizer (a baseline directory: engine "tokenizers",
+hf_bpe.evaluation.hf_tokenizers) is counted by `tokenizers` itself, on the whole text of each file, cut only where
+`tokenizers` cuts text; the reports say which engine encoded each tokenizer.
 
 Words are whitespace-separated (Python's `str.split`), except that each character of a script written without
 spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) counts as a word of its own, so "tokens per word" is
@@ -102,7 +104,7 @@ class Evaluation:
 
     def as_json(self) -> dict[str, Any]:
         return {"tokenizer": self.tokenizer.name, "baseline": self.tokenizer.is_baseline,
-                "corpus": str(self.corpus.path), "tokens": self.num_tokens,
+                "engine": self.tokenizer.engine, "corpus": str(self.corpus.path), "tokens": self.num_tokens,
                 "bytes_per_token": round(self.bytes_per_token, 6), "tokens_per_word": round(self.tokens_per_word, 6),
                 "vocab_size": self.tokenizer.tokenizer.vocab_size, "ordinary_tokens": len(self.ordinary_ids),
                 "tokens_used": len(self.ordinary_ids) - len(self.never_used),
@@ -149,25 +151,30 @@ def evaluate(tokenizers: Sequence[NamedTokenizer], corpora: Sequence[PathArg], *
     workers = default_num_workers() if num_workers is None else num_workers
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")
-    special_tokens = sorted({token.encode("utf-8") for named in tokenizers for token in named.tokenizer.special_tokens})
-    cuts_allowed = all(compile_pattern(named.tokenizer.pattern).safe_cut is not None for named in tokenizers)
+    ours = [named for named in tokenizers if named.engine == "hf_bpe"]  # the others count whole files themselves
+    special_tokens = sorted({token.encode("utf-8") for named in ours for token in named.tokenizer.special_tokens})
+    cuts_allowed = all(compile_pattern(named.tokenizer.pattern).safe_cut is not None for named in ours)
     results = []
     for path in paths:
         size = path.stat().st_size
         chunk = chunk_bytes or min(MAX_CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // (4 * workers)))
         tasks = [(*task, errors) for task in _chunks(path, size, chunk, special_tokens, cuts_allowed)]
-        state = [named.tokenizer for named in tokenizers]
-        totals = [np.zeros(max(named.tokenizer.vocab) + 1, dtype=COUNT_DTYPE) for named in tokenizers]
+        state = [named.tokenizer for named in ours]
+        totals = {named: np.zeros(max(named.tokenizer.vocab) + 1, dtype=COUNT_DTYPE) for named in ours}
         characters = words = 0
         with progress_bar(progress, total=size, unit="B", unit_scale=True, desc=f"eval {path.name}") as bar:
             for task, (num_characters, num_words, sparse_counts) in zip(tasks, _run(tasks, state, workers, size)):
                 characters += num_characters
                 words += num_words
-                for total, (ids, counts) in zip(totals, sparse_counts):
+                for total, (ids, counts) in zip(totals.values(), sparse_counts):
                     total[ids] += counts
                 bar.update(task[2] - task[1])
+        others = [named for named in tokenizers if named not in totals]
+        text = read_text(path, 0, size, errors) if others else ""
+        totals.update((named, named.tokenizer.count_tokens(text)) for named in others)
+        del text
         stats = CorpusStats(path, size, characters, words)
-        results.extend(Evaluation(named, stats, total) for named, total in zip(tokenizers, totals))
+        results.extend(Evaluation(named, stats, totals[named]) for named in tokenizers)
     return results
 
 
@@ -229,9 +236,10 @@ def markdown_report(results: Sequence[Evaluation], examples: int = 6) -> str:
         words = f"{result.tokens_per_word:.3f}" if corpus.num_words else "n/a"
         rows.append(f"| `{corpus.path.name}` | {_cell(name)} | {result.bytes_per_token:.3f} | {words} | "
                     f"{result.num_tokens:,} | {result.share_used:.1%} of {len(result.ordinary_ids):,} | "
-                    f"{len(result.never_used):,} |")
-    lines = ["| Corpus | Tokenizer | Bytes per token | Tokens per word | Tokens | Vocabulary used | Never used |",
-             "|---|---|---:|---:|---:|---:|---:|", *rows, "",
+                    f"{len(result.never_used):,} | {result.tokenizer.engine} |")
+    lines = ["| Corpus | Tokenizer | Bytes per token | Tokens per word | Tokens | Vocabulary used | Never used "
+             "| Encoded by |",
+             "|---|---|---:|---:|---:|---:|---:|---|", *rows, "",
              "Tokens that occur in none of the corpora (candidates for under-trained tokens):", ""]
     for named, never in never_used_everywhere(results).items():
         vocab = named.tokenizer.vocab

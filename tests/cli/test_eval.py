@@ -127,3 +127,47 @@ def test_every_option_states_its_default(command: str) -> None:
                                                                                   "title", "language",
                                                                                   "eval_corpora"):
             assert "default" in action.help.lower(), f"{command} {action.option_strings[0]}: {action.help}"
+
+
+def test_another_models_tokenizer_as_a_baseline(trained: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # A directory that `tokenizers` wrote, with a normalizer and a sequence of pre-tokenizers: tokenizers encodes it,
+    # and the report says so.
+    import numpy as np
+    import tokenizers
+
+    from tests.evaluation.test_hf_tokenizers import build
+
+    other = build(tmp_path / "qwen_like", "qwen_like")
+    json_path = tmp_path / "eval.json"
+    code, out, err = run(["eval", str(trained), "--corpus", *map(str, CORPORA), "--baseline", str(other),
+                          "--json", str(json_path), "--no-progress"], capsys)
+    assert code == 0, err
+    library = tokenizers.Tokenizer.from_file(str(other / "tokenizer.json"))
+    report = json.loads(json_path.read_text(encoding="utf-8"))
+    for corpus in CORPORA:
+        ids = library.encode(corpus.read_text(encoding="utf-8"), add_special_tokens=False).ids
+        [entry] = [entry for entry in report["results"] if entry["corpus"] == str(corpus) and entry["baseline"]]
+        assert (entry["engine"], entry["tokens"]) == ("tokenizers", len(ids))
+        special = {library.token_to_id(token) for token in ("<|endoftext|>", "<|im_start|>")}
+        assert entry["tokens_used"] == len(set(np.unique(ids).tolist()) - special)
+        assert f"| `{corpus.name}` | {other} (baseline) |" in out
+    assert {entry["engine"] for entry in report["results"] if not entry["baseline"]} == {"hf_bpe"}
+    assert out.splitlines()[0].endswith("| Encoded by |") and out.splitlines()[3].endswith("| tokenizers |")
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "{dir}/tokenizer.json: no such file"),
+    ('{"model": {"type": "Nope"}}', "{dir}/tokenizer.json: tokenizers {version} cannot read it: "),
+])
+def test_a_baseline_directory_that_cannot_be_read_is_one_line(trained: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              content: str | None, message: str) -> None:
+    import tokenizers
+
+    if content is not None:
+        (tmp_path / "tokenizer.json").write_text(content, encoding="utf-8")
+    code, out, err = run(["eval", str(trained), "--corpus", str(CORPORA[0]), "--baseline", str(tmp_path)], capsys)
+    assert (code, out) == (2, "")
+    expected = message.format(dir=tmp_path, version=tokenizers.__version__)
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"hf-bpe eval: error: {expected}")

@@ -51,7 +51,7 @@ def test_a_pipe_gets_plain_tokens_and_the_counts_go_to_stderr() -> None:
     done = hf_bpe("show", "gpt2", TEXT)
     assert done.returncode == 0, done.stderr
     assert done.stdout == render_plain(spans) + "\n"
-    assert done.stderr == f"gpt2: {describe_counts(spans, TEXT)}\n"
+    assert done.stderr == f"gpt2 (encoded by hf_bpe): {describe_counts(spans, TEXT)}\n"
     done = hf_bpe("show", "gpt2", "--ids", stdin=TEXT)
     assert done.stdout == render_plain(spans, show_ids=True) + "\n"
     assert "\x1b[" not in done.stdout
@@ -87,7 +87,7 @@ def test_html_page(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     spans = token_spans(gpt2_tokenizer(), TEXT)
     assert page.read_text(encoding="utf-8") == render_html(spans, TEXT, "text in tokens of gpt2")
-    assert done.stdout == "" and done.stderr == f"wrote {page}: {describe_counts(spans, TEXT)}\n"
+    assert done.stdout == "" and done.stderr == f"wrote {page}: {describe_counts(spans, TEXT)} (encoded by hf_bpe)\n"
     done = hf_bpe("show", "gpt2", "--html", str(page), "other")
     assert done.returncode == 2
     assert done.stderr == f"hf-bpe show: error: --html {page}: exists; pass --force to replace it\n"
@@ -114,3 +114,19 @@ def test_bad_input_is_one_line(tmp_path: Path, arguments: list[str], message: st
 def test_no_text_on_a_terminal_is_an_error() -> None:
     code, shown = on_a_terminal("show", "gpt2")
     assert code == 2 and shown == ""
+
+
+def test_another_models_directory_is_shown_as_tokenizers_encodes_it(tmp_path: Path) -> None:
+    import tokenizers
+
+    from hf_bpe.evaluation.hf_tokenizers import load_tokenizer_json
+    from tests.evaluation.test_hf_tokenizers import build
+
+    other = build(tmp_path / "qwen_like", "qwen_like")
+    done = hf_bpe("show", str(other), "--ids", TEXT)
+    assert done.returncode == 0, done.stderr
+    ids = tokenizers.Tokenizer.from_file(str(other / "tokenizer.json")).encode(TEXT, add_special_tokens=False).ids
+    assert [int(found) for found in re.findall(r"\[(\d+)\](?:\||\n|$)", done.stdout)] == ids
+    spans = token_spans(load_tokenizer_json(other), TEXT)
+    assert done.stdout == render_plain(spans, show_ids=True) + "\n"
+    assert done.stderr == f"{other} (encoded by tokenizers): {describe_counts(spans, TEXT)}\n"

@@ -178,7 +178,7 @@ def test_reports(small_dir: Path, gpt2: NamedTokenizer) -> None:
     first = results[0]
     assert rows[0] == (f"| `tinystories_sample.txt` | {small_dir} | {first.bytes_per_token:.3f} | "
                        f"{first.tokens_per_word:.3f} | {first.num_tokens:,} | {first.share_used:.1%} of 499 | "
-                       f"{len(first.never_used):,} |")
+                       f"{len(first.never_used):,} | hf_bpe |")
     assert rows[1].startswith("| `tinystories_sample.txt` | gpt2 (baseline) |")
     never = never_used_everywhere(results)
     assert never[mine].tolist() == sorted(set(first.never_used.tolist()) & set(results[2].never_used.tolist()))
