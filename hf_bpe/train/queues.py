@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from itertools import compress, repeat
+from operator import eq, not_
 
 MAX_PAIR_COUNT = (1 << 63) - 1  # `merge_loop._Words.check_totals` refuses counts that could reach it
 
@@ -88,10 +90,18 @@ class _BucketQueue:
                     self._file(count, pair)
             if not self.bucket_counts or -self.bucket_counts[0] < self.floor:
                 return None
-            self.top_count = -heappop(self.bucket_counts)
+            self.top_count = top_count = -heappop(self.bucket_counts)
+            # Most pairs of a bucket fell since they were filed: only those still at its count get an order key and
+            # a place in the heap, the others are filed at their count now (pairs merged away, at 0, are dropped).
+            pairs = self.buckets.pop(top_count)
+            counts = list(map(pair_counts.get, pairs))
+            current = list(map(eq, counts, repeat(top_count)))
+            for pair, count in compress(zip(pairs, counts), map(not_, current)):
+                if count:
+                    self._file(count, pair)
             token_keys = self.token_keys
             self.top = [(token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair)
-                        for pair in self.buckets.pop(self.top_count)]
+                        for pair in compress(pairs, current)]
             heapq.heapify(self.top)
 
     def add(self, created: dict[str, int]) -> None:
