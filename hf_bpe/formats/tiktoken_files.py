@@ -33,8 +33,8 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 from collections.abc import Mapping, Sequence
-from functools import partial
 from itertools import repeat
 from pathlib import Path
 
@@ -45,6 +45,9 @@ from hf_bpe.pretokenize import validate_special_tokens
 
 #: The largest rank (token id) accepted: tiktoken's ranks are 32-bit, and hf_bpe's id arrays keep 2**32 - 1 apart.
 MAX_RANK = 2**32 - 2
+# The characters of base64 tokens and the space between them, and padding that does not end a token.
+_BASE64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= "
+_PADDING_INSIDE = re.compile(rb"=[^= ]|===")
 # Missing bytes named in an error message, at most.
 _NAMED_BYTES = 8
 
@@ -113,8 +116,12 @@ def _read_canonical(data: bytes) -> tuple[dict[bytes, int], dict[int, int]] | No
     if (len(fields) != 2 * len(lines) or list(map(bytes.count, lines, repeat(b" "))).count(1) != len(lines)
             or not b"".join(fields[1::2]).isdigit()):
         return None
+    encoded = b" ".join(fields[0::2]) + b" "
+    # As b64decode(validate=True) checks, for all tokens at once: the alphabet, and padding only at a token's end.
+    if encoded.translate(None, _BASE64_ALPHABET) or _PADDING_INSIDE.search(encoded):
+        return None
     try:
-        tokens = list(map(partial(binascii.a2b_base64, strict_mode=True), fields[0::2]))
+        tokens = list(map(binascii.a2b_base64, fields[0::2]))
     except binascii.Error:
         return None
     rank_list = list(map(int, fields[1::2]))
