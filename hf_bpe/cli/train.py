@@ -204,13 +204,15 @@ def run_train(args: argparse.Namespace) -> int:
             training_info["pattern"] = preset_name(pattern) or pattern
         try:
             writing_start = time.perf_counter()
+            ignore_merges = base is not None and base.ignore_merges  # a converted tiktoken file's way, kept
             save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token,
-                                     pattern=pattern)
+                                     pattern=pattern, ignore_merges=ignore_merges)
             save_token_counts(staging, token_counts)
             (staging / TRAINING_INFO_FILE).write_text(json.dumps(training_info, indent=2) + "\n", encoding="utf-8")
             card_start = time.perf_counter()
             write_model_card(staging, training_info=training_info, plots=False, token_counts=token_counts,
-                             tokenizer=Tokenizer(vocab, merges, special_tokens, pattern=pattern))
+                             tokenizer=Tokenizer(vocab, merges, special_tokens, pattern=pattern,
+                                                 ignore_merges=ignore_merges))
             card_seconds = time.perf_counter() - card_start
         except OSError as error:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "

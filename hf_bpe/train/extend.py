@@ -43,7 +43,7 @@ from hf_bpe.common.files import PathArg
 from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
-from hf_bpe.formats.hf_directory import load_tokenizer_directory
+from hf_bpe.formats.hf_directory import load_tokenizer_directory, read_directory_ignore_merges
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
@@ -55,7 +55,8 @@ SEGMENT_BATCH = 1 << 16
 
 def load_base(base: Tokenizer | PathArg) -> Tokenizer:
     """The base tokenizer: a `Tokenizer` as given, or a directory: one saved by hf_bpe or HF (vocab.json, merges.txt,
-    tokenizer.json, tokenizer_config.json; `hf-bpe convert` makes one of a tiktoken file), or GPT-2's bare
+    tokenizer.json, tokenizer_config.json; `hf-bpe convert` makes one of a tiktoken file, whose pre-tokens that are
+    tokens are looked up whole, `ignore_merges`, as tiktoken does), or GPT-2's bare
     `vocab.json` and `merges.txt` (GPT-2's pattern; the tokens that are neither a byte nor made by a merge, such as
     `<|endoftext|>`, are its special tokens). InputError naming the path otherwise.
     """
@@ -67,7 +68,8 @@ def load_base(base: Tokenizer | PathArg) -> Tokenizer:
     if (directory / "tokenizer.json").is_file() or not (directory / "vocab.json").is_file():
         loaded = load_tokenizer_directory(directory)
         vocab, merges, special_tokens = loaded
-        return Tokenizer(vocab, merges, special_tokens, pattern=loaded.pattern)
+        return Tokenizer(vocab, merges, special_tokens, pattern=loaded.pattern,
+                         ignore_merges=read_directory_ignore_merges(directory))
     vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
     if not merges_path.is_file():
         raise InputError(f"{merges_path}: no such file (a base tokenizer directory needs vocab.json and merges.txt)")

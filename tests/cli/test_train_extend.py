@@ -105,3 +105,40 @@ def test_extend_from_a_saved_directory_and_trainer_options(tmp_path) -> None:
     assert new_tokens and len(vocab) < 5000  # stopped at --min-frequency
     assert max(map(len, new_tokens)) < 6
     assert sorted(set(vocab) - set(base_vocab)) == list(range(400, 400 + len(new_tokens)))
+
+
+def test_extend_a_converted_tiktoken_file(tmp_path) -> None:
+    """A tiktoken file converted by `hf-bpe convert` (pre-tokens that are tokens are looked up whole, as tiktoken
+    does, and some tokens no merge reaches) is a BASE: the loaders agree, and give the training segmentation."""
+    import base64
+
+    tokens = [bytes([byte]) for byte in range(256)] + [b"th", b" th", b"the", b" the", b"xyz", b" xyz", b"er"]
+    rank_file = tmp_path / "small.tiktoken"
+    rank_file.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n" for rank, token in enumerate(tokens)))
+    base = tmp_path / "base"
+    converted = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "convert", str(rank_file), "--pattern", "gpt2",
+                                "--special-token", f"{EOT}=300", "--out", str(base)], capture_output=True, text=True,
+                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}, timeout=300)
+    assert converted.returncode == 0, converted.stderr
+    corpus = tmp_path / "corpus.txt"
+    documents = ["the xyz other xyz thermal xyzzy " * 3, "ther xyz the\nxyz", "thethe xyzxyz"]
+    corpus.write_text(EOT.join(documents * 4), encoding="utf-8")
+    out = tmp_path / "extended"
+    result = run(str(corpus), "--extend", str(base), "--vocab-size", "290", "--out", str(out), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    vocab, _ = load_gpt2(out / "vocab.json", out / "merges.txt")
+    assert min(set(vocab) - set(range(len(tokens))) - {300}) == 301  # after the largest id, the special token's
+    loaders = {name: Loader(name, [out], [[EOT]], tmp_path) for name in LOADERS}
+    try:
+        for loader in loaders.values():
+            loader.handshake()
+        ids = {name: loader.encode(0, documents) for name, loader in loaders.items()}
+    finally:
+        for loader in loaders.values():
+            loader.close()
+    for name, got in ids.items():
+        assert got == ids["tokenizers"], f"{name} differs from tokenizers"
+    trained = np.load(out / "token_counts.npy")
+    encoded = np.bincount(np.concatenate([np.array(document_ids, dtype=np.int64) for document_ids in ids["auto"]]),
+                          minlength=len(trained)) * 4
+    assert encoded.tolist() == trained.tolist()
