@@ -309,8 +309,9 @@ class Tokenizer:
         >>> [array.tolist() for array in tokenizer.encode_iterable_to_numpy(["a", "b"])]
         [[97, 98]]
         """
-        for ids in self._encode_stream(iterable, "encode_iterable_to_numpy", allowed_special, disallowed_special):
-            yield np.frombuffer(ids, dtype=ID_DTYPE)
+        # No name holds a window's ids here: the caller's array is their only reference, and frees them.
+        yield from map(partial(np.frombuffer, dtype=ID_DTYPE),
+                       self._encode_stream(iterable, "encode_iterable_to_numpy", allowed_special, disallowed_special))
 
     def _encode_stream(self, iterable: Iterable[str], caller: str, allowed_special: SpecialChoice,
                        disallowed_special: SpecialChoice) -> Iterator[bytes]:
