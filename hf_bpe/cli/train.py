@@ -145,6 +145,7 @@ def run_train(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
         counting_seconds = time.perf_counter() - start
+        distinct = len(counts)  # plain training empties the counts once the merge loop has taken them
         # For the under-trained tokens: the merge loop's final segmentation of the corpus, as the tokenizer encodes it.
         options = {"progress": progress, "min_frequency": args.min_frequency,
                    "max_token_length": args.max_token_length}
@@ -154,13 +155,14 @@ def run_train(args: argparse.Namespace) -> int:
             stage_one_counted, second_start = len(counts), time.perf_counter()
             del counts
             counts = count_training_corpus(args, inputs, source, special_tokens, progress, pattern=stage_two[1])[0]
+            distinct = len(counts)
             counting_seconds += time.perf_counter() - second_start
             vocab, merges = continue_with_superwords(stage_one, counts, args.vocab_size, special_tokens,
                                                      token_counts=token_counts, **options)
         elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,
-                                                  **options)
+                                                  consume_counts=True, **options)
         else:  # ids by the base's, which may leave gaps: one count per id up to the largest new one
             token_counts = np.zeros(max(base.vocab) + 1 + args.vocab_size - len(base.vocab), dtype=COUNT_DTYPE)
             vocab, merges = extend_bpe_from_counts(base, counts, args.vocab_size, token_counts=token_counts,
@@ -176,7 +178,7 @@ def run_train(args: argparse.Namespace) -> int:
             "vocab_size": len(vocab),
             "special_tokens": special_tokens,
             "pad_token": args.pad_token,
-            "distinct_pretokens": len(counts),
+            "distinct_pretokens": distinct,
             "counting_seconds": round(counting_seconds, 3),
             "training_seconds": round(training_seconds, 3),
             "peak_memory_mb": round(peak_memory_mb),
@@ -218,7 +220,7 @@ def run_train(args: argparse.Namespace) -> int:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
     print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
-          f"{len(special_tokens)} special) in {training_seconds:.1f} s ({len(counts):,} distinct pre-tokens counted "
+          f"{len(special_tokens)} special) in {training_seconds:.1f} s ({distinct:,} distinct pre-tokens counted "
           f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB)"
           f"{summary_note(token_counts, vocab, special_tokens)}{replacement_note(training_info)}",
           file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 
@@ -123,13 +123,15 @@ def _train_counted(count: Callable[[str], Mapping[bytes, int]], regex: str, stag
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,
                           *, progress: bool | None = None, verbose: bool = False, pattern: str | None = None,
                           token_counts: np.ndarray | None = None, min_frequency: int = 0,
-                          max_token_length: int | None = None) -> tuple[Vocab, Merges]:
+                          max_token_length: int | None = None, consume_counts: bool = False) -> tuple[Vocab, Merges]:
     """Train on pre-token counts, e.g. from `hf_bpe.train.count.count_pretokens`: {pre-token bytes: occurrences}.
 
     `pattern`, the pattern the counts were made with, is only checked (InputError for a bad one): the counts are
     already pre-tokens. `token_counts`, a uint64 array of `vocab_size` zeros, receives how often each token id occurs
     when the pre-tokens are encoded with the trained tokenizer, each times its count (special tokens: 0): the merge
-    loop's final segmentation, with no encoding (`hf_bpe.evaluation.token_counts`).
+    loop's final segmentation, with no encoding (`hf_bpe.evaluation.token_counts`). `consume_counts=True` empties
+    `counts` (a mutable mapping) once the merge loop has taken what it needs, so that their memory is free while it
+    runs (as `train_bpe` frees the counts it makes).
 
     >>> train_bpe_from_counts({b"aaaa": 2, b"ab": 1}, 258)[1]
     [(b'a', b'a'), (b'aa', b'aa')]
@@ -137,6 +139,9 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
     >>> _ = train_bpe_from_counts({b"aaaa": 2, b"ab": 1, b"b": 4}, 258, token_counts=counts)
     >>> counts[[97, 98, 256, 257]].tolist()
     [1, 5, 0, 2]
+    >>> pretokens = {b"aaaa": 2, b"ab": 1}
+    >>> train_bpe_from_counts(pretokens, 258, consume_counts=True)[1], pretokens
+    ([(b'a', b'a'), (b'aa', b'aa')], {})
     """
     vocab_size, specials = _check_arguments(vocab_size, special_tokens)
     check_trainer_options(min_frequency, max_token_length)
@@ -148,8 +153,13 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
         for token, count in counts.items():
             if len(token) == 1:  # single bytes never take part in a pair: the merge loop does not hold them
                 token_counts[token[0]] += count
-    return _train(_Words.of_counts(counts), vocab_size, specials, progress, verbose, counting_seconds=0.0,
-                  token_counts=token_counts, min_frequency=min_frequency, max_token_length=max_token_length)
+    words = _Words.of_counts(counts)
+    if consume_counts:
+        if not isinstance(counts, MutableMapping):
+            raise TypeError(f"consume_counts needs a mutable mapping, got {type(counts).__name__}")
+        counts.clear()
+    return _train(words, vocab_size, specials, progress, verbose, counting_seconds=0.0, token_counts=token_counts,
+                  min_frequency=min_frequency, max_token_length=max_token_length)
 
 
 def _train(words: _Words, vocab_size: int, special_tokens: list[str], progress: bool | None,
