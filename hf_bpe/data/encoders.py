@@ -12,7 +12,7 @@ import codecs
 import hashlib
 import json
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -47,8 +47,11 @@ class HFBPEEncoder:
     """
 
     def __init__(self, vocab: dict[int, bytes], merges: Sequence[tuple[bytes, bytes]],
-                 special_tokens: Sequence[str] = (), pattern: str | None = None, ignore_merges: bool = False) -> None:
-        self.vocab, self.merges, self.special_tokens = vocab, list(merges), list(special_tokens)
+                 special_tokens: Sequence[str] | Mapping[str, int] = (), pattern: str | None = None,
+                 ignore_merges: bool = False) -> None:
+        self.vocab, self.merges = vocab, list(merges)
+        # {token: id} where special tokens share an id (hf_bpe.formats.directory_specials), else a list as before
+        self.special_tokens = dict(special_tokens) if isinstance(special_tokens, Mapping) else list(special_tokens)
         self.pattern = pattern  # the directory's pre-tokenization pattern (None: GPT-2's)
         self.ignore_merges = ignore_merges  # pre-tokens looked up whole first (a converted tiktoken file)
         self.tokenizer: Tokenizer | None = None
@@ -58,6 +61,8 @@ class HFBPEEncoder:
         from hf_bpe.formats.hf_directory import load_tokenizer_directory, read_directory_ignore_merges
 
         vocab, merges, special_tokens = loaded = load_tokenizer_directory(tokenizer_dir)
+        if len(loaded.special_token_ids) > len(special_tokens):  # some share an id: their ids, as tiktoken's
+            special_tokens = loaded.special_token_ids
         return cls(vocab, merges, special_tokens if allow_special else (), loaded.pattern,
                    read_directory_ignore_merges(tokenizer_dir))
 

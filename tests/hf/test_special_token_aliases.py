@@ -157,3 +157,17 @@ def test_a_tokenizer_trained_like_it_keeps_the_alias_at_its_tokens_new_id(loader
     new_id = new.convert_tokens_to_ids("<|endofprompt|>")
     assert new_id != 200018 and new.init_kwargs["special_token_aliases"] == {ALIAS: new_id}
     assert new(f"a{ALIAS}b<|endofprompt|>")["input_ids"].count(new_id) == 2
+
+
+def test_tokenize_dataset_with_special_tokens_encodes_the_alias_as_its_id(loaders: dict[str, object],
+                                                                          directory: Path) -> None:
+    import pickle
+
+    from hf_bpe.data.encoders import HFBPEEncoder
+
+    encoding: tiktoken.Encoding = loaders["tiktoken"]  # type: ignore[assignment]
+    texts = [f"a{ALIAS}b<|endofprompt|>", "<|reserved_200017|> x"]
+    encoder = pickle.loads(pickle.dumps(HFBPEEncoder.from_directory(directory, allow_special=True)))  # as map sends it
+    assert [list(ids) for ids in encoder(texts)] == encoding.encode_batch(texts, allowed_special="all")
+    ordinary = HFBPEEncoder.from_directory(directory)
+    assert [list(ids) for ids in ordinary(texts)] == encoding.encode_batch(texts, disallowed_special=())
