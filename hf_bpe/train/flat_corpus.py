@@ -267,10 +267,9 @@ class FlatCorpus:
         left_char, right_char = pair
         left, right, new = ord(left_char), ord(right_char), ord(new_token)
         right_left = right_char + left_char
-        created: dict[str, int] = {}
-        created_get = created.get
-        new_positions: dict[str, list[int]] = {}
-        positions_get = new_positions.get
+        # Each pair made: [its count, then the positions where it starts], one dict lookup per occurrence.
+        made: dict[str, list[int]] = {}
+        made_get = made.get
         for position in candidates:
             if symbols[position] != left:
                 continue  # stale, or the second of two overlapping occurrences
@@ -288,12 +287,12 @@ class FlatCorpus:
                     if count is not None:  # else it was made below the floor: not counted
                         pair_counts[lost] = count - frequency
                 key += new_token
-                created[key] = created_get(key, 0) + frequency
-                listed = positions_get(key)
-                if listed is None:
-                    new_positions[key] = [previous]
+                entry = made_get(key)
+                if entry is None:
+                    made[key] = [frequency, previous]
                 else:
-                    listed.append(previous)
+                    entry[0] += frequency
+                    entry.append(previous)
             following = next_positions[right_position]
             after = symbols[following]
             if after >= 0:
@@ -308,28 +307,25 @@ class FlatCorpus:
                     pair_counts[lost] = count - frequency
                 if key is not None:
                     key = new_token + key
-                    created[key] = created_get(key, 0) + frequency
-                    listed = positions_get(key)
-                    if listed is None:
-                        new_positions[key] = [position]
+                    entry = made_get(key)
+                    if entry is None:
+                        made[key] = [frequency, position]
                     else:
-                        listed.append(position)
+                        entry[0] += frequency
+                        entry.append(position)
             previous_positions[following] = position
             symbols[position] = new
             symbols[right_position] = DEAD
             next_positions[position] = following
         del pair_counts[pair]  # after the decrements, some of which (overlapping runs) may be of the pair itself
         index, floor = self.index, self.floor
-        if floor:
-            created = {key: count for key, count in created.items() if count >= floor}
-            pair_counts.update(created)
-            for key in created:
-                listed = new_positions[key]
-                index[key] = listed[0] if len(listed) == 1 else array("i", listed)
-            return created
+        created: dict[str, int] = {}
+        for key, entry in made.items():
+            count = entry[0]
+            if count >= floor:
+                created[key] = count
+                index[key] = entry[1] if len(entry) == 2 else array("i", entry[1:])
         pair_counts.update(created)
-        for key, listed in new_positions.items():
-            index[key] = listed[0] if len(listed) == 1 else array("i", listed)
         return created
 
     def _merge_with_numpy(self, candidates: np.ndarray, pair: str, new_token: str) -> dict[str, int]:
