@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from itertools import compress, islice
 from pathlib import Path
 
@@ -125,11 +125,12 @@ def extend_bpe_from_iterator(base: Tokenizer | PathArg, texts: Iterable[str], vo
 
 def extend_bpe_from_counts(base: Tokenizer | PathArg, counts: Mapping[bytes, int], vocab_size: int, *,
                            progress: bool | None = None, verbose: bool = False, min_frequency: int = 0,
-                           max_token_length: int | None = None, token_counts: np.ndarray | None = None
-                           ) -> tuple[Vocab, Merges]:
+                           max_token_length: int | None = None, token_counts: np.ndarray | None = None,
+                           consume_counts: bool = False) -> tuple[Vocab, Merges]:
     """Continue training `base` on pre-token counts ({pre-token bytes: occurrences}, made with the special tokens of
     `base`). `token_counts` (uint64, one entry per id up to the largest new one) receives how often each token occurs
     in the final segmentation of the counts, each pre-token times its count, as `train_bpe_from_counts`'s.
+    `consume_counts=True` empties `counts` once the merge loop's words are made from them, as there.
 
     >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> extend_bpe_from_counts(base, {b"abab": 2, b"abc": 1}, 258)[1]
@@ -138,7 +139,10 @@ def extend_bpe_from_counts(base: Tokenizer | PathArg, counts: Mapping[bytes, int
     base = load_base(base)
     vocab_size = check_vocab_size(vocab_size, len(base.vocab))
     check_trainer_options(min_frequency, max_token_length)
-    return _extend(base, counts, vocab_size, progress, verbose, 0.0, min_frequency, max_token_length, token_counts)
+    if consume_counts and not isinstance(counts, MutableMapping):
+        raise TypeError(f"consume_counts needs a mutable mapping, got {type(counts).__name__}")
+    return _extend(base, counts, vocab_size, progress, verbose, 0.0, min_frequency, max_token_length, token_counts,
+                   consume_counts)
 
 
 def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.ndarray | None = None) -> _Words:
@@ -184,12 +188,16 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
 
 def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,
             counting_seconds: float, min_frequency: int, max_token_length: int | None,
-            token_counts: np.ndarray | None = None) -> tuple[Vocab, Merges]:
+            token_counts: np.ndarray | None = None, consume_counts: bool = True) -> tuple[Vocab, Merges]:
+    """Continue from `counts`, emptied once the words are made (the counts made here are not the caller's) unless
+    `consume_counts` is False."""
     start = time.perf_counter()
     try:
         words = base_words(counts, base, token_counts)
     except ValueError as error:  # a byte the base has no token for
         raise InputError(f"the base tokenizer cannot encode the corpus: {error}") from None
+    if consume_counts:
+        counts.clear()  # type: ignore[attr-defined]
     distinct, first_new_id = words.distinct, words.first_new_id
     id_merges = _merge(words, vocab_size - len(base.vocab), progress, token_counts=token_counts,
                        min_frequency=min_frequency, max_token_length=max_token_length)

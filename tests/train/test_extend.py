@@ -5,6 +5,7 @@ trainer options, the speculative floor, and giant pre-tokens (the encoder's long
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -187,3 +188,12 @@ def test_ray_engine_extends_as_the_local_one(local_ray_cluster, tmp_path) -> Non
     local = extend_bpe(base, paths, 700, num_workers=1, progress=False)
     assert extend_bpe(base, paths, 700, engine="ray", progress=False) == local
     assert len(local[0]) == 700 and local[1][:len(base.merges)] == list(base.merges)
+
+
+def test_consume_counts_empties_them_and_changes_nothing_else() -> None:
+    base = Tokenizer({byte: bytes([byte]) for byte in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    counts = {b"abab": 2, b"abc": 1, b"cc": 4}
+    kept = extend_bpe_from_counts(base, dict(counts), 260)
+    assert extend_bpe_from_counts(base, counts, 260, consume_counts=True) == kept and counts == {}
+    with pytest.raises(TypeError, match="mutable mapping"):
+        extend_bpe_from_counts(base, MappingProxyType({b"ab": 1}), 260, consume_counts=True)
