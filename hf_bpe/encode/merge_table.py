@@ -16,6 +16,7 @@ by their place in the list, and the merged id of each is that token's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from operator import itemgetter
 
 from hf_bpe.encode.merge_kernels import PairRanks
@@ -52,12 +53,16 @@ def vocab_index(vocab: Mapping[int, bytes], max_id: int = 2**32 - 2) -> dict[byt
 
 
 def as_byte_pairs(merges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """The merges as a list of (bytes, bytes) (bytearrays and memoryviews are copied, bytes kept as they are).
+    """The merges as a new list of (bytes, bytes) (bytearrays and memoryviews are copied, bytes kept as they are).
 
     >>> as_byte_pairs([(bytearray(b"a"), b"b")])
     [(b'a', b'b')]
     """
-    return list(zip(map(bytes, map(itemgetter(0), merges)), map(bytes, map(itemgetter(1), merges))))
+    pairs = list(merges)
+    if {tuple} >= set(map(type, pairs)) and {2} >= set(map(len, pairs)) \
+            and {bytes} >= set(map(type, chain.from_iterable(pairs))):
+        return pairs  # the usual case, checked in C
+    return list(zip(map(bytes, map(itemgetter(0), pairs)), map(bytes, map(itemgetter(1), pairs))))
 
 
 def merge_table(token_ids: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]]) -> tuple[PairRanks, list[int]]:

@@ -19,14 +19,14 @@ it only for a pre-token equal to it, which is what `tokenizers`' `ignore_merges`
 ignore_merges=True)` do. transformers' `TikTokenConverter` lists every split of each token (in merged-token order,
 as merges.txt): by the same argument the extra splits are never used, and give the same ids.
 
-How (`derive_merges`), in numpy, about as long as tiktoken takes to read the file:
-
-1. Every split of every token into two tokens: the substrings' polynomial hashes (mod 2^64) from one cumulative
-   sum, looked up in a hash table of the tokens' hashes (`hf_bpe.common.int_table`), the hits checked byte by
-   byte, so the splits are exact whatever the hashes do.
-2. tiktoken's procedure on all tokens at once, stopped at two parts: the tokens of similar length as the rows of one
-   matrix of part ids, padded at the end; each step joins, in every row, the leftmost lowest pair (one `argmin` per
-   row) and drops one column, so the matrix stays rectangular.
+How (`derive_merges`): tiktoken's procedure on all tokens at once in numpy, each stopped when two parts are left.
+The tokens of one length (of a band of lengths, for long ones, padded) are the rows of a matrix; a part stays in
+the column of its first byte, so a pair of parts is the substring from the left part's column to the end of the
+right part. Each step joins, in every row, the leftmost lowest pair (one `argmin` over the matrix) and looks up the
+two pairs beside it. Which token a substring is, if any, is found by its key in a hash table of the tokens' keys
+(`hf_bpe.common.int_table`): up to 7 bytes the key is the string's value in base 257, longer ones are hashed from a
+cumulative sum over the tokens' bytes and every hit is checked byte by byte, so the result is exact whatever the
+hashes do.
 
 >>> ranks = {bytes([byte]): byte for byte in range(256)}  # "a" 97, "b" 98, "c" 99, "d" 100
 >>> derive_merges(ranks | {b"bc": 256, b"ab": 257, b"abc": 258, b"cab": 259})
@@ -51,6 +51,8 @@ _BASES = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB8
 # Tokens of one length up to this share a matrix; longer ones are padded to one matrix per power of two (at most
 # twice the work of exact lengths, with a few dozen numpy steps per band instead of per length).
 _EXACT_BANDS = 16
+# Fewer tokens than this, all longer than a band's start, share one matrix however long they are.
+_FEW_ROWS = 4096
 
 
 class RankMerges(NamedTuple):
@@ -75,73 +77,68 @@ def derive_merges(ranks: Mapping[bytes, int]) -> RankMerges:
     byte_index[data[starts[singles]]] = singles
     if (byte_index < 0).any():
         raise ValueError("the ranks have no token for some single bytes (a tiktoken file has all 256)")
-    table = _pair_table(data, starts, lengths)
-    left, right = _last_joins(data, starts, lengths, byte_index, table)
+    left, right = _last_joins(_Substrings(data, starts, lengths), byte_index)
     joined = np.flatnonzero(left >= 0)
     merges = list(zip(map(tokens.__getitem__, left[joined].tolist()), map(tokens.__getitem__, right[joined].tolist())))
     unreachable = np.flatnonzero((left < 0) & (lengths > 1)).tolist()
     return RankMerges(merges, list(map(tokens.__getitem__, unreachable)))
 
 
-def _pair_table(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> IntTable:
-    """(left index * (count + 1) + right index) -> index of their concatenation, for every split of every token into
-    two tokens (indices in rank order); any other key gives `count`."""
-    count = len(lengths)
-    long_tokens = lengths > _EXACT_LENGTH
-    for base in _BASES:
-        keys = _SubstringKeys(data, starts, lengths, base)
-        token_keys = keys.of(np.arange(count), 0, lengths)
-        if np.unique(token_keys[long_tokens]).size == np.count_nonzero(long_tokens):
-            break
-    else:  # pragma: no cover - two tokens with one hash under every base
-        raise ValueError("cannot hash the tokens apart")
-    tokens = IntTable(token_keys, np.arange(count), missing=-1)
-    # Candidates: every token of two bytes or more, cut after each of its bytes but the last.
-    multi = np.flatnonzero(lengths > 1)
-    cuts = lengths[multi] - 1
-    owner = np.repeat(multi, cuts)
-    cut = np.arange(cuts.sum()) - np.repeat(np.cumsum(cuts) - cuts, cuts) + 1
-    left = tokens.lookup(keys.of(owner, 0, cut))
-    hit = (left >= 0) & (lengths[left] == cut)
-    owner, cut, left = owner[hit], cut[hit], left[hit]
-    right = tokens.lookup(keys.of(owner, cut, lengths[owner]))
-    hit = (right >= 0) & (lengths[right] == lengths[owner] - cut)
-    owner, cut, left, right = owner[hit], cut[hit], left[hit], right[hit]
-    # A key of at most _EXACT_LENGTH bytes is the string itself; check the hashed ones byte by byte.
-    hashed = np.flatnonzero((cut > _EXACT_LENGTH) | (lengths[owner] - cut > _EXACT_LENGTH))
-    wrong = hashed[~_same_bytes(data, starts, lengths, owner[hashed], cut[hashed], left[hashed], right[hashed])]
-    if wrong.size:
-        owner, left, right = np.delete(owner, wrong), np.delete(left, wrong), np.delete(right, wrong)
-    return IntTable(left * (count + 1) + right, owner, missing=count,
-                    dtype=np.int32 if count < 2**31 - 1 else np.int64)
+class _Substrings:
+    """Which token, if any, each of many substrings of the tokens is: `find`.
 
+    Keys come from two cumulative sums over the tokens' bytes: a substring of at most `_EXACT_LENGTH` bytes is keyed
+    by its value in base 257 (its bytes plus one as digits: distinct strings, distinct keys), a longer one by a
+    polynomial hash mod 2^64 with an odd base, its top bit set to keep the two kinds apart, and a hit of a hashed
+    key is checked byte by byte. The base is one under which no two tokens share a key."""
 
-class _SubstringKeys:
-    """Keys of the tokens' substrings, from two cumulative sums over the tokens' bytes: a substring of at most
-    `_EXACT_LENGTH` bytes is keyed by its value in base 257 (its bytes plus one as digits: distinct strings, distinct
-    keys), a longer one by a polynomial hash mod 2^64 with an odd `base`, its top bit set to keep the two apart."""
+    def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+        self.data, self.starts, self.lengths = data, starts, lengths
+        count = len(lengths)
+        self._offsets = np.arange(data.size) - np.repeat(starts, lengths)
+        self._longest = int(lengths.max()) + 1
+        exact = self._sums(257)
+        for base in _BASES:
+            self.sums = [exact, self._sums(base)]
+            self.inverse_powers = [_powers(pow(multiplier, -1, 1 << 64), self._longest) for multiplier in (257, base)]
+            token_keys = self._keys(np.arange(count), 0, lengths)
+            self.table = IntTable(token_keys, np.arange(count), missing=-1)
+            if np.array_equal(self.table.lookup(token_keys), np.arange(count)):
+                return
+        raise ValueError("cannot hash the tokens apart")  # pragma: no cover - never seen
 
-    def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, base: int) -> None:
-        self.starts, self.lengths = starts, lengths
-        longest = int(lengths.max()) + 1
-        offsets = np.arange(data.size) - np.repeat(starts, lengths)
-        digits = data + np.uint64(1)
-        self.sums = []
-        self.inverse_powers = []
-        for multiplier in (257, base):
-            sums = np.zeros(data.size + 1, dtype=np.uint64)  # sums[i]: the bytes before i, each times base ** offset
-            np.cumsum(digits * _powers(multiplier, longest)[offsets], out=sums[1:])  # wraps mod 2^64
-            self.sums.append(sums)
-            self.inverse_powers.append(_powers(pow(multiplier, -1, 1 << 64), longest))
+    def _sums(self, base: int) -> np.ndarray:
+        """sums[i]: the bytes before i, each plus one times base ** (its offset in its token), mod 2^64."""
+        sums = np.zeros(self.data.size + 1, dtype=np.uint64)
+        np.cumsum((self.data + np.uint64(1)) * _powers(base, self._longest)[self._offsets], out=sums[1:])
+        return sums
 
-    def of(self, tokens: np.ndarray, begin: np.ndarray | int, end: np.ndarray) -> np.ndarray:
+    def _keys(self, tokens: np.ndarray, begin: np.ndarray | int, end: np.ndarray) -> np.ndarray:
         """The keys (int64 >= 0) of tokens[i][begin[i]:end[i]]."""
         first, last = self.starts[tokens] + begin, self.starts[tokens] + end
-        exact, hashed = ((sums[last] - sums[first]) * inverse[begin]
-                         for sums, inverse in zip(self.sums, self.inverse_powers))
-        size = (end - begin).astype(np.uint64)
-        hashed = ((hashed ^ (size * np.uint64(0xFF51AFD7ED558CCD))) | np.uint64(1 << 62)) & np.uint64((1 << 63) - 1)
-        return np.where(size <= _EXACT_LENGTH, exact, hashed).view(np.int64)
+        size = end - begin
+        hashed = np.flatnonzero(size > _EXACT_LENGTH)
+        (exact_sums, hash_sums), (exact_inverse, hash_inverse) = self.sums, self.inverse_powers
+        keys = (exact_sums[last] - exact_sums[first]) * exact_inverse[begin]
+        if hashed.size:
+            begin = begin if isinstance(begin, int) else begin[hashed]
+            values = (hash_sums[last[hashed]] - hash_sums[first[hashed]]) * hash_inverse[begin]
+            mixed = values ^ (size[hashed].astype(np.uint64) * np.uint64(0xFF51AFD7ED558CCD))
+            keys[hashed] = (mixed | np.uint64(1 << 62)) & np.uint64((1 << 63) - 1)
+        return keys.view(np.int64)
+
+    def find(self, tokens: np.ndarray, begin: np.ndarray, end: np.ndarray, missing: int) -> np.ndarray:
+        """The index of the token that is tokens[i][begin[i]:end[i]], else `missing`."""
+        found = self.table.lookup(self._keys(tokens, begin, end))
+        hashed = np.flatnonzero((found >= 0) & (end - begin > _EXACT_LENGTH))
+        if hashed.size:
+            size = end[hashed] - begin[hashed]
+            wrong = (self.lengths[found[hashed]] != size) | ~_equal_bytes(
+                self.data, self.starts[tokens[hashed]] + begin[hashed], self.starts[found[hashed]],
+                np.minimum(size, self.lengths[found[hashed]]))
+            found[hashed[wrong]] = -1
+        found[found < 0] = missing
+        return found
 
 
 def _powers(base: int, count: int) -> np.ndarray:
@@ -151,82 +148,88 @@ def _powers(base: int, count: int) -> np.ndarray:
     return powers
 
 
-def _same_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, owner: np.ndarray, cut: np.ndarray,
-                left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """For each candidate, whether token `left` followed by token `right` is token `owner` byte for byte."""
-    sizes = lengths[owner]
+def _equal_bytes(data: np.ndarray, first: np.ndarray, second: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Whether data[first[i]:first[i] + sizes[i]] == data[second[i]:second[i] + sizes[i]], for each i."""
     offset = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    cuts = np.repeat(cut, sizes)
-    parts = np.where(offset < cuts, np.repeat(starts[left], sizes) + offset,
-                     np.repeat(starts[right] - cut, sizes) + offset)
-    wrong = data[np.repeat(starts[owner], sizes) + offset] != data[parts]
-    return np.bincount(np.repeat(np.arange(owner.size), sizes)[wrong], minlength=owner.size) == 0
+    wrong = data[np.repeat(first, sizes) + offset] != data[np.repeat(second, sizes) + offset]
+    return np.bincount(np.repeat(np.arange(sizes.size), sizes)[wrong], minlength=sizes.size) == 0
 
 
-def _last_joins(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, byte_index: np.ndarray, table: IntTable
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _last_joins(substrings: _Substrings, byte_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each token, the two parts at which tiktoken's procedure on its own bytes arrives (-1, -1 where it stops
     at three parts or more, and for single bytes)."""
-    count = len(lengths)
-    left = np.full(count, -1, dtype=np.int64)
-    right = np.full(count, -1, dtype=np.int64)
+    lengths = substrings.lengths
+    left = np.full(lengths.size, -1, dtype=np.int64)
+    right = np.full(lengths.size, -1, dtype=np.int64)
     low = 2
     while low <= lengths.max(initial=0):
         high = low + 1 if low < _EXACT_BANDS else 2 * low
+        if low >= _EXACT_BANDS and np.count_nonzero(lengths >= low) < _FEW_ROWS:
+            high = int(lengths.max()) + 1  # the few long ones: their steps cost more than their padding
         rows = np.flatnonzero((lengths >= low) & (lengths < high))
         if rows.size:
-            done, first, second = _join_band(data, starts, lengths, rows, byte_index, table, count)
-            left[done], right[done] = first, second
+            _join_band(substrings, rows, byte_index, left, right)
         low = high
     return left, right
 
 
-def _join_band(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, rows: np.ndarray, byte_index: np.ndarray,
-               table: IntTable, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tiktoken's procedure on the tokens `rows`, all at once, each stopped when two parts are left: (the tokens that
-    got there, their first parts, their second parts). A part id `count` pads the rows at the end: it is in no pair,
-    and each step drops one column of every row, so the padding of a row stays at its end."""
-    width = int(lengths[rows].max())
-    offsets = np.arange(width)
-    inside = offsets < lengths[rows, None]
-    parts = np.full((rows.size, width), count, dtype=np.int32 if count < 2**31 - 1 else np.int64)
-    parts[inside] = byte_index[data[(starts[rows, None] + offsets)[inside]]]
-    pairs = table.lookup(parts[:, :-1].astype(np.int64) * (count + 1) + parts[:, 1:])
-    live = lengths[rows].copy()  # parts left in each row
-    tokens = rows
-    finished: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    while tokens.size:
-        two = live == 2
-        if two.any():
-            finished.append((tokens[two], parts[two, 0], parts[two, 1]))
-        if not pairs.shape[1]:
-            break
-        at = pairs.argmin(axis=1)[:, None]  # the leftmost lowest pair of each row
-        lowest = np.take_along_axis(pairs, at, axis=1)
-        going = ~two & (lowest[:, 0] < count)  # the others are done, or stuck at three parts or more
-        if not going.all():
-            tokens, parts, pairs, live, lowest, at = (tokens[going], parts[going], pairs[going], live[going],
-                                                      lowest[going], at[going])
-            if not tokens.size:
-                break
-        columns = np.arange(parts.shape[1] - 1)
-        # Join: the part at `at` becomes the joined token, the parts after it move one column to the left.
-        parts = np.where(columns <= at, parts[:, :-1], parts[:, 1:])
-        np.put_along_axis(parts, at, lowest, axis=1)
-        pairs = np.where(columns[:-1] < at, pairs[:, :-1], pairs[:, 1:])
-        at = at[:, 0]
-        live -= 1
+def _join_band(substrings: _Substrings, tokens: np.ndarray, byte_index: np.ndarray, left: np.ndarray,
+               right: np.ndarray) -> None:
+    """tiktoken's procedure on `tokens`, all at once, one row of a matrix each: set left[t], right[t] to the parts of
+    token t once two are left. A part stays in the column of its first byte, so a column is an offset in the token:
+    a pair is the substring from its left part's column to the column after its right part. A joined pair leaves a
+    hole at its right part; each part links to the next and the previous part. Rows of shorter tokens are padded;
+    rows that are done (two parts, or stuck) are dropped once they are half of the matrix."""
+    count = len(substrings.lengths)
+    sizes = substrings.lengths[tokens]
+    width = int(sizes.max())
+    dtype = np.int32 if count < 2**31 - 1 else np.int64
+    columns = np.arange(width)
+    inside = columns < sizes[:, None]
+    parts = np.full((tokens.size, width), -1, dtype=dtype)
+    parts[inside] = byte_index[substrings.data[(substrings.starts[tokens, None] + columns)[inside]]]
+    pairs = np.full((tokens.size, width), count, dtype=dtype)  # pairs[r, c]: the pair whose left part is at c
+    two_bytes = columns[:-1] < sizes[:, None] - 1
+    row, column = np.nonzero(two_bytes)
+    pairs[row, column] = substrings.find(tokens[row], column, column + 2, count)
+    following = np.tile(np.arange(1, width + 1, dtype=np.int32), (tokens.size, 1))
+    preceding = np.tile(np.arange(-1, width - 1, dtype=np.int32), (tokens.size, 1))
+    live = sizes.copy()
+    going = np.ones(tokens.size, dtype=bool)
+    while True:
+        two = np.flatnonzero(going & (live == 2))
+        if two.size:  # column 0 is always a part's start
+            left[tokens[two]] = parts[two, 0]
+            right[tokens[two]] = parts[two, following[two, 0]]
+            going[two] = False
+        at = pairs.argmin(axis=1)
+        lowest = pairs[np.arange(tokens.size), at]
+        going &= lowest < count  # the others are stuck at three parts or more: no merge
+        if not going.any():
+            return
+        if np.count_nonzero(going) * 2 < tokens.size:
+            tokens, sizes, parts, pairs, following, preceding, live, at, lowest = (
+                array[going] for array in (tokens, sizes, parts, pairs, following, preceding, live, at, lowest))
+            going = np.ones(tokens.size, dtype=bool)
+            row = np.arange(tokens.size)
+        else:
+            row = np.flatnonzero(going)
+            at, lowest = at[row], lowest[row]
+        gone = following[row, at]
+        parts[row, at] = lowest
+        pairs[row, gone] = count
+        after = following[row, gone]  # the joined part is the substring [at, after)
+        following[row, at] = after
+        live[row] -= 1
+        ahead = np.flatnonzero(after < sizes[row])
+        preceding[row[ahead], after[ahead]] = at[ahead]
         # The pairs on either side of the joined part.
-        before = np.flatnonzero(at > 0)
-        pairs[before, at[before] - 1] = table.lookup(parts[before, at[before] - 1].astype(np.int64) * (count + 1)
-                                                     + parts[before, at[before]])
-        after = np.flatnonzero(at < pairs.shape[1])
-        pairs[after, at[after]] = table.lookup(parts[after, at[after]].astype(np.int64) * (count + 1)
-                                               + parts[after, at[after] + 1])
-    if not finished:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    done, first, second = (np.concatenate(arrays) for arrays in zip(*finished))
-    return done, first, second
+        joined = np.full(row.size, count, dtype=dtype)
+        joined[ahead] = substrings.find(tokens[row[ahead]], at[ahead], following[row[ahead], after[ahead]], count)
+        pairs[row, at] = joined
+        before = preceding[row, at]
+        behind = np.flatnonzero(before >= 0)
+        pairs[row[behind], before[behind]] = substrings.find(tokens[row[behind]], before[behind], after[behind], count)
 
 
 __all__ = ["RankMerges", "derive_merges"]
