@@ -38,8 +38,8 @@ from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
 from hf_bpe.train.checks import report_training
-from hf_bpe.train.extend import extend_bpe_from_counts
-from hf_bpe.train.merge_loop import Merges, Vocab
+from hf_bpe.train.extend import base_words
+from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 14
@@ -82,28 +82,123 @@ def check_superword_options(superword_from: int | None, superword_pattern: str |
 def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[bytes, int], vocab_size: int,
                              special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
                              counting_seconds: float = 0.0, token_counts: np.ndarray | None = None,
-                             min_frequency: int = 0, max_token_length: int | None = None) -> tuple[Vocab, Merges]:
+                             min_frequency: int = 0, max_token_length: int | None = None,
+                             cut_below: int | None = None) -> tuple[Vocab, Merges]:
     """SuperBPE's stage 2: continue from stage 1's vocab and merges (special tokens last, as training returns them)
     on `counts`, the corpus counted with the stage-2 pattern, up to `vocab_size` tokens with the special tokens,
     which take the last ids again. `token_counts` (uint64, `vocab_size` entries) receives how often each id occurs in
     the final segmentation of the counts.
+
+    The words are first cut between stage-1 tokens whose pair counts less than a guess at the last merge's count
+    (`cut_below`, None: `PairCounts.guess_last_count`; see `cut_at_rare_pairs`), and merging stops below it; if
+    that stops short, the guess was too high and stage 2 runs again from the uncut words (the same merges either
+    way).
     """
     vocab, merges = stage_one
     ordinary = {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
     base = StageOneTokenizer(ordinary, merges)
     start = time.perf_counter()
+    num_merges = vocab_size - len(special_tokens) - len(ordinary)
+    counted = None if token_counts is None else token_counts[:vocab_size - len(special_tokens)]
     try:
-        vocab, merges = extend_bpe_from_counts(
-            base, counts, vocab_size - len(special_tokens), progress=progress,
-            min_frequency=min_frequency, max_token_length=max_token_length,
-            token_counts=None if token_counts is None else token_counts[:vocab_size - len(special_tokens)])
-    except InputError as error:
-        raise InputError(f"SuperBPE stage 2: {error}") from None
+        words = base_words(counts, base, counted)
+    except ValueError as error:  # a byte stage 1 has no token for
+        raise InputError(f"SuperBPE stage 2: the stage-1 tokenizer cannot encode the corpus: {error}") from None
+    pairs = PairCounts.of(words)
+    cut = pairs.guess_last_count(num_merges) if cut_below is None else cut_below
+    options = {"token_counts": counted, "max_token_length": max_token_length}
+    id_merges: list[tuple[int, int]] = []
+    if cut > max(min_frequency, 1):
+        before = None if counted is None else counted.copy()
+        parts = cut_at_rare_pairs(words, pairs, cut, counted)
+        del pairs
+        id_merges = _merge(parts, num_merges, progress, **options, min_frequency=cut)
+        if len(id_merges) < num_merges and counted is not None:
+            counted[:] = before  # type: ignore[index]
+    if len(id_merges) < num_merges:
+        id_merges = _merge(words, num_merges, progress, **options, min_frequency=min_frequency)
+    vocab, merges = dict(ordinary), list(merges)
+    for new_id, (left, right) in enumerate(id_merges, start=len(ordinary)):
+        merges.append((vocab[left], vocab[right]))
+        vocab[new_id] = vocab[left] + vocab[right]
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     if verbose:
-        report_training(len(counts), counting_seconds, len(merges) - len(base.merges), time.perf_counter() - start)
+        report_training(len(counts), counting_seconds, len(id_merges), time.perf_counter() - start)
     return vocab, merges
+
+
+@dataclass
+class PairCounts:
+    """Where pairs of tokens start in the words' data (`inner`, within a word), which distinct pair each is
+    (`which`), and how often each distinct pair occurs in all the words, each word times its frequency (`totals`)."""
+
+    inner: np.ndarray
+    which: np.ndarray
+    totals: np.ndarray
+
+    @classmethod
+    def of(cls, words: _Words) -> PairCounts:
+        data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
+        ends = np.cumsum(words.lengths)
+        last = np.zeros(len(data), dtype=bool)
+        last[ends - 1] = True
+        inner = np.flatnonzero(~last).astype(np.int32)
+        del last
+        codes = (data[inner].astype(np.int64) << 21) | data[inner + 1]
+        distinct, which = np.unique(codes, return_inverse=True)
+        del codes
+        weights = words.frequencies[np.searchsorted(ends, inner, side="right")]
+        return cls(inner, which, np.bincount(which, weights=weights, minlength=len(distinct)))
+
+    def guess_last_count(self, num_merges: int) -> int:
+        """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
+        count now (merges make pairs that count less than the pairs they merge); 0 when there are few pairs."""
+        if num_merges <= 0 or len(self.totals) <= num_merges:
+            return 0
+        return int(np.partition(self.totals, len(self.totals) - num_merges)[len(self.totals) - num_merges]) // 3
+
+
+def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_counts: np.ndarray | None = None
+                      ) -> _Words:
+    """The words cut between every two tokens whose pair counts less than `cut_below` (in all the words), the parts
+    counted as words of their own (one token parts go to `token_counts`).
+
+    No merge counting `cut_below` or more ever joins across such a place: every occurrence of a pair (L, R) joins,
+    at the place between L and R, the same two first tokens (L's last and R's first, as the merges built L and R), so
+    (L, R) counts at most what that pair of first tokens counts. So as long as the best pair counts `cut_below` or
+    more, merging the parts makes the merges of merging the words, and the same final segmentation; below it, the
+    words must be merged whole (`continue_with_superwords`). Stage-2 words are documents, few of them alike; their
+    parts are mostly phrases, many of them alike, so the merge loop holds far fewer positions.
+    """
+    data, lengths = words.data, words.lengths
+    if not isinstance(data, np.ndarray) or len(data) == 0:
+        return words
+    starts = np.zeros(len(data), dtype=bool)
+    starts[np.cumsum(lengths)[:-1]] = True
+    starts[0] = True
+    starts[pairs.inner[pairs.totals[pairs.which] < cut_below] + 1] = True
+    part_starts = np.flatnonzero(starts).tolist()
+    del starts
+    word_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    word_of_part = np.searchsorted(word_starts, part_starts, side="right") - 1
+    raw = data.tobytes()
+    totals: dict[bytes, int] = {}
+    get = totals.get
+    for first, last, frequency in zip(part_starts, part_starts[1:] + [len(data)],
+                                      words.frequencies[word_of_part].tolist()):
+        part = raw[4 * first:4 * last]
+        totals[part] = get(part, 0) + frequency
+    del raw
+    single = [part for part in totals if len(part) == 4]
+    if token_counts is not None and single:
+        ids = np.frombuffer(b"".join(single), dtype=np.int32)
+        np.add.at(token_counts, ids, np.array([totals[part] for part in single], dtype=np.uint64))
+    several = [part for part in totals if len(part) > 4]
+    return _Words(np.frombuffer(b"".join(several), dtype=np.int32).copy(),
+                  np.fromiter((len(part) // 4 for part in several), dtype=np.int64, count=len(several)),
+                  np.fromiter((totals[part] for part in several), dtype=np.int64, count=len(several)),
+                  words.distinct, list(words.token_bytes))  # the merge loop adds to its list
 
 
 class StageOneTokenizer(Tokenizer):
@@ -169,4 +264,5 @@ class SuperwordStages:
         return cls(range(256, 256 + stage_one_merges), range(256 + stage_one_merges, 256 + num_merges))
 
 
-__all__ = ["StageOneTokenizer", "SuperwordStages", "check_superword_options", "continue_with_superwords"]
+__all__ = ["PairCounts", "StageOneTokenizer", "SuperwordStages", "check_superword_options", "continue_with_superwords",
+           "cut_at_rare_pairs"]

@@ -55,6 +55,24 @@ def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer,
     assert pieces.merge_pretoken_bytes(words) == base.merge_pretoken_bytes(words)
 
 
+@settings(max_examples=60, deadline=None)
+@given(texts=superword_corpus, merges=st.integers(1, 60), cut_below=st.integers(2, 12))
+@example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way"] * 5, merges=30, cut_below=3)
+@example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way", "a rare line",
+                "the cat sat on the mat"] * 5, merges=4, cut_below=6)  # the cut words give every merge
+def test_cutting_at_rare_pairs_changes_no_merge_and_no_token_count(texts: list[str], merges: int,
+                                                                   cut_below: int) -> None:
+    # Too high a guess stops short and trains again uncut; a low one cuts words the merges never join across.
+    stage_one = train_bpe_from_iterator(texts, 270, [ENDOFTEXT], num_workers=1)
+    counts = count_pretokens_in_iterator(texts, [ENDOFTEXT], num_workers=1, pattern="superword")
+    results = []
+    for cut in (0, cut_below):
+        token_counts = np.zeros(270 + merges, dtype=np.uint64)
+        results.append((continue_with_superwords(stage_one, counts, 270 + merges, [ENDOFTEXT], cut_below=cut,
+                                                 token_counts=token_counts), token_counts.tolist()))
+    assert results[0] == results[1]
+
+
 def test_files_and_worker_processes_train_the_same_superwords(tmp_path: Path) -> None:
     texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)
     path = tmp_path / "corpus.txt"
