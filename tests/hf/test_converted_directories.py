@@ -2,7 +2,8 @@ r"""Directories that other tools wrote: transformers' tiktoken converter, run on
 
 `transformers.integrations.tiktoken.convert_tiktoken_to_fast(encoding, dir)` dumps the encoding's ranks to a file
 (through `blobfile`, which it needs for that alone) and runs `TikTokenConverter(that file,
-pattern=encoding._pat_str, extra_special_tokens=encoding._special_tokens)`. The test writes the rank file itself and
+pattern=encoding._pat_str, extra_special_tokens=encoding._special_tokens)` (`additional_special_tokens` in
+transformers 4), which gives the special tokens the ids after the ranks. The test writes the rank file itself and
 runs the converter on it: the same steps. The ranks are GPT-2's (tests/fixtures/gpt2_vocab.json; tiktoken's gpt2
 encoding is these ranks with its r50k pattern), so the directory is what a user converting tiktoken's gpt2 gets:
 only a tokenizer.json, whose Split regex ends `...|\s++$|\s+(?!\S)|\s`, and merges for every split of every token.
@@ -15,6 +16,7 @@ process) on the directory `HFBPETokenizer.save_pretrained` writes from it.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,7 +65,10 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rank_file = directory / "tiktoken" / "tokenizer.model"
     vocab = load_gpt2_vocab(FIXTURES / "gpt2_vocab.json")
     write_rank_file(rank_file, {token: token_id for token_id, token in vocab.items() if token_id != 50256})
-    converter = TikTokenConverter(vocab_file=str(rank_file), pattern=R50K, extra_special_tokens={EOT: 50256})
+    # transformers 5 names the special tokens extra_special_tokens, 4 additional_special_tokens.
+    parameters = inspect.signature(TikTokenConverter.__init__).parameters
+    specials = "extra_special_tokens" if "extra_special_tokens" in parameters else "additional_special_tokens"
+    converter = TikTokenConverter(vocab_file=str(rank_file), pattern=R50K, **{specials: [EOT]})
     converter.converted().save(str(directory / "tokenizer.json"))
     return directory
 
