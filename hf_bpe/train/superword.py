@@ -43,6 +43,8 @@ from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 14
+# Parts of cut words are counted this many at a time.
+PART_BLOCK = 1 << 16
 
 
 def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,
@@ -148,8 +150,10 @@ class PairCounts:
         codes = (data[inner].astype(np.int64) << 21) | data[inner + 1]
         distinct, which = np.unique(codes, return_inverse=True)
         del codes
-        weights = words.frequencies[np.searchsorted(ends, inner, side="right")]
-        return cls(inner, which, np.bincount(which, weights=weights, minlength=len(distinct)))
+        which = which.astype(np.int32)  # half the size, for as long as the cuts need it
+        # Each word's pairs start at all its positions but the last, in order: their weight is its frequency.
+        totals = np.bincount(which, weights=np.repeat(words.frequencies, words.lengths - 1), minlength=len(distinct))
+        return cls(inner, which, totals)
 
     def guess_last_count(self, num_merges: int) -> int:
         """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
@@ -178,18 +182,20 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_co
     starts[np.cumsum(lengths)[:-1]] = True
     starts[0] = True
     starts[pairs.inner[pairs.totals[pairs.which] < cut_below] + 1] = True
-    part_starts = np.flatnonzero(starts).tolist()
+    part_starts = np.flatnonzero(starts)
     del starts
-    word_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    word_of_part = np.searchsorted(word_starts, part_starts, side="right") - 1
+    part_frequencies = words.frequencies[np.searchsorted(np.cumsum(lengths), part_starts, side="right")]
+    part_ends = np.append(part_starts[1:], len(data))
     raw = data.tobytes()
     totals: dict[bytes, int] = {}
     get = totals.get
-    for first, last, frequency in zip(part_starts, part_starts[1:] + [len(data)],
-                                      words.frequencies[word_of_part].tolist()):
-        part = raw[4 * first:4 * last]
-        totals[part] = get(part, 0) + frequency
-    del raw
+    for block in range(0, len(part_starts), PART_BLOCK):  # Python ints for a block of parts at a time
+        for first, last, frequency in zip((part_starts[block:block + PART_BLOCK] * 4).tolist(),
+                                          (part_ends[block:block + PART_BLOCK] * 4).tolist(),
+                                          part_frequencies[block:block + PART_BLOCK].tolist()):
+            part = raw[first:last]
+            totals[part] = get(part, 0) + frequency
+    del raw, part_starts, part_ends, part_frequencies
     single = [part for part in totals if len(part) == 4]
     if token_counts is not None and single:
         ids = np.frombuffer(b"".join(single), dtype=np.int32)
