@@ -189,6 +189,18 @@ def test_every_loader_gives_tiktokens_ids_on_a_tricky_rank_file(tricky_directori
     assert Tokenizer.from_tiktoken(source, TRICKY_PATTERN, TRICKY_SPECIALS).encode_batch(texts) == expected
 
 
+def test_eval_and_show_read_a_tricky_converted_directory_as_tiktoken(tricky_directories: tuple[Path, list[Path]]
+                                                                      ) -> None:
+    from hf_bpe.evaluation.baselines import resolve_tokenizer
+
+    texts = tricky_texts()
+    encoding = tiktoken.Encoding("tricky", pat_str=TRICKY_PATTERN, mergeable_ranks=tricky_ranks(),
+                                 special_tokens=TRICKY_SPECIALS)
+    named = resolve_tokenizer(str(tricky_directories[1][0]))
+    assert named.engine == "hf_bpe"
+    assert named.tokenizer.encode_batch(texts) == encoding.encode_batch(texts, allowed_special="all")
+
+
 def test_exporting_a_tricky_converted_directory_gives_back_the_file(tricky_directories: tuple[Path, list[Path]],
                                                                     tmp_path: Path) -> None:
     source, directories = tricky_directories
