@@ -29,7 +29,6 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 
 import numpy as np
 
@@ -43,6 +42,8 @@ from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 14
+# Stage-2 pre-tokens are split into pieces about this many bytes of them at a time.
+SPLIT_BYTES = 1 << 22
 # Parts of cut words are counted this many at a time.
 PART_BLOCK = 1 << 16
 
@@ -242,15 +243,22 @@ class StageOneTokenizer(Tokenizer):
         cut = self.piece_cut
         if cut is None:
             return super().merge_pretoken_bytes(words)
-        distinct: set[bytes] = set()
-        for word in words:
-            distinct.update(cut.split(word))
         ids: dict[bytes, bytes] = {}
-        pieces = iter(distinct)
-        while batch := list(islice(pieces, PIECE_BATCH)):  # the encoder's batch kernel takes ~50 bytes per byte
-            ids.update(zip(batch, super().merge_pretoken_bytes(batch)))
-        del distinct, pieces
-        return [b"".join(map(ids.__getitem__, cut.split(word))) for word in words]
+        merged: list[bytes] = []
+        start = 0
+        while start < len(words):  # a few MB of words at a time, each split once
+            end, size = start, 0
+            while end < len(words) and (end == start or size < SPLIT_BYTES):
+                size += len(words[end])
+                end += 1
+            parts = [cut.split(word) for word in words[start:end]]
+            new = list({piece for pieces in parts for piece in pieces if piece not in ids})
+            for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
+                batch = new[first:first + PIECE_BATCH]
+                ids.update(zip(batch, super().merge_pretoken_bytes(batch)))
+            merged.extend(b"".join(map(ids.__getitem__, pieces)) for pieces in parts)
+            start = end
+        return merged
 
 
 @dataclass(frozen=True)
