@@ -64,6 +64,8 @@ OVERLAP_MERGES = 1000
 TOOLS = ("hf_bpe", "hf_tokenizers")
 ALL_TOOLS = (*TOOLS, "hf_bpe_cli", "hf_bpe_stream", "rustbpe", "bpeasy")
 PHASES = ("startup", "counting", "merging", "writing", "card")
+# The tools whose child process gets the pattern as regex text (see `train_rustbpe`).
+RESOLVED_PATTERN_TOOLS = ("rustbpe", "bpeasy")
 QUEUES = ("buckets", "heap")
 STORES = ("flat", "strings")
 # bpeasy drops merged tokens longer than this: far above any token of these corpora, so that nothing is dropped.
@@ -119,22 +121,20 @@ def documents(paths: list[str]) -> Iterator[str]:
 
 
 def train_rustbpe(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
+    """`pattern` is regex text, resolved by the parent (`run_in_subprocess`): this process imports no hf_bpe, so its
+    whole-process time is rustbpe's own."""
     import rustbpe
 
-    from hf_bpe.pretokenize.patterns import resolve_pattern
-
     tokenizer = rustbpe.Tokenizer()
-    tokenizer.train_from_iterator(documents(paths), vocab_size - len(SPECIAL_TOKENS), pattern=resolve_pattern(pattern))
+    tokenizer.train_from_iterator(documents(paths), vocab_size - len(SPECIAL_TOKENS), pattern=pattern)
     return [token for token, rank in sorted(tokenizer.get_mergeable_ranks(), key=lambda item: item[1]) if rank >= 256]
 
 
 def train_bpeasy(paths: list[str], vocab_size: int, workers: int | None, pattern: str | None) -> list[bytes]:
+    """`pattern` is regex text, as for `train_rustbpe`."""
     import bpeasy
 
-    from hf_bpe.pretokenize.patterns import resolve_pattern
-
-    ranks = bpeasy.train_bpe(documents(paths), resolve_pattern(pattern), BPEASY_MAX_TOKEN_LENGTH,
-                             vocab_size - len(SPECIAL_TOKENS))
+    ranks = bpeasy.train_bpe(documents(paths), pattern, BPEASY_MAX_TOKEN_LENGTH, vocab_size - len(SPECIAL_TOKENS))
     return [token for token, rank in sorted(ranks.items(), key=lambda item: item[1]) if rank >= 256]
 
 
@@ -228,8 +228,13 @@ def run_in_subprocess(child: str, args: argparse.Namespace) -> dict:
                        child, "--repeats", str(args.repeats)]
             command += ["--queues"] if args.queues else []
             command += ["--stores"] if args.stores else []
-        if args.pattern is not None:
-            command.append(f"--pattern={args.pattern}")  # one argument, whatever the regex starts with
+        pattern = args.pattern
+        if child in RESOLVED_PATTERN_TOOLS:  # resolved here, so that their process imports no hf_bpe
+            from hf_bpe.pretokenize.patterns import resolve_pattern
+
+            pattern = resolve_pattern(args.pattern)
+        if pattern is not None:
+            command.append(f"--pattern={pattern}")  # one argument, whatever the regex starts with
         if args.workers:
             command += ["--workers", str(args.workers)]
         # Output to files, not pipes: the process is reaped by wait4, whose resource usage is this process's and its
