@@ -178,19 +178,19 @@ def pattern_from_tokenizers(regex: str, source: str = "tokenizer.json") -> str:
     ...
     hf_bpe.common.errors.InputError: tokenizer.json: the Split regex ... to tiktoken: `$` at character 3 (...
     """
-    name = preset_name(regex)
-    if name is not None:
-        return resolve_pattern(name)
     try:
         tree = parse_pattern(regex)
     except InputError as error:
         raise InputError(f"{source}: {error}") from None
+    # Checked first, also for a preset's own text: tiktoken's cl100k text holds `\p{N}{1,3}+`, which tokenizers
+    # reads otherwise, so a tokenizer.json holding it is refused rather than read as cl100k.
     differences = oniguruma_differences(tree)
     if differences:
         raise InputError(f"{source}: the Split regex {regex!r} means something else to tokenizers (Oniguruma) than "
                          f"to tiktoken: {'; '.join(differences)}; hf_bpe reads it as tiktoken does when it is "
                          f"written {spell_for_tokenizers(tree)!r}")
-    return regex
+    name = preset_name(regex)
+    return regex if name is None else resolve_pattern(name)
 
 
 class CompiledPattern:

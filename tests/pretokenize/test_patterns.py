@@ -327,6 +327,10 @@ def test_a_tokenizers_regex_that_tiktoken_reads_otherwise_is_refused_when_loaded
     assert "`$` at character 15 (Oniguruma also matches it before a line feed" in message
     assert message.endswith(r"""when it is written '(?>\\p{N}{1,3})|\\s+\\z|\\S'""") and "\n" not in message
     assert pattern_from_tokenizers(QWEN2) == QWEN2
+    # tiktoken's own cl100k text (as transformers' converter writes it) splits digits otherwise in tokenizers.
+    with pytest.raises(InputError, match=r"`\{1,3\}\+` at character 54 \(a possessive quantifier"):
+        pattern_from_tokenizers(PATTERNS["cl100k"])
+    assert PATTERNS["cl100k"][54:60] == "{1,3}+"
 
 
 def test_tiktokens_gpt2_pattern_is_read_as_gpt2_where_the_libraries_read_it_alike() -> None:
