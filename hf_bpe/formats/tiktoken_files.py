@@ -147,7 +147,7 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
     """
     ranks, line_of_rank = _read_ranks(path)
     merges = derive_merges(ranks).merges
-    vocab = {rank: token for token, rank in ranks.items()}
+    vocab = dict(zip(ranks.values(), ranks))
     specials = dict(special_tokens or {})
     validate_special_tokens(list(specials))
     for special, token_id in specials.items():

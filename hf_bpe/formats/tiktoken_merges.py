@@ -67,7 +67,8 @@ def derive_merges(ranks: Mapping[bytes, int]) -> RankMerges:
     """The merges with which BPE encodes as tiktoken does with `ranks` (token bytes -> rank; the 256 single bytes
     among them, else ValueError): for each token of two bytes or more, the two parts that tiktoken's procedure on the
     token's own bytes joins last (see the module docstring), in the order of the tokens' ranks."""
-    tokens = sorted(ranks, key=ranks.__getitem__)
+    values = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))
+    tokens = list(ranks) if (values[1:] > values[:-1]).all() else sorted(ranks, key=ranks.__getitem__)
     count = len(tokens)
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=count)
     data = np.frombuffer(b"".join(tokens), dtype=np.uint8)
