@@ -224,12 +224,14 @@ def _join_band(substrings: _Substrings, tokens: np.ndarray, byte_index: np.ndarr
         live[row] -= 1
         ahead = np.flatnonzero(after < sizes[row])
         preceding[row[ahead], after[ahead]] = at[ahead]
-        # The pairs on either side of the joined part.
+        # The pairs on either side of the joined part, unless two parts are left: their pair is the token itself.
+        more = live[row] > 2
         joined = np.full(row.size, count, dtype=dtype)
+        ahead = ahead[more[ahead]]
         joined[ahead] = substrings.find(tokens[row[ahead]], at[ahead], following[row[ahead], after[ahead]], count)
         pairs[row, at] = joined
         before = preceding[row, at]
-        behind = np.flatnonzero(before >= 0)
+        behind = np.flatnonzero((before >= 0) & more)
         pairs[row[behind], before[behind]] = substrings.find(tokens[row[behind]], before[behind], after[behind], count)
 
 
