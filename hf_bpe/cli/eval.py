@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from hf_bpe.cli.options import add_progress_argument, check_workers
 from hf_bpe.common.errors import InputError
@@ -30,7 +31,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     from hf_bpe.cli.card import add_baseline_argument
     from hf_bpe.evaluation.plots import PLOTS_HINT
 
-    parser.add_argument("directories", nargs="*", metavar="DIR", help="tokenizer directories saved by hf_bpe")
+    parser.add_argument("directories", nargs="*", metavar="DIR",
+                        help="tokenizer directories saved by hf_bpe (another model's tokenizer directory goes after "
+                             "--baseline)")
     parser.add_argument("--corpus", nargs="+", action="extend", required=True, type=Path, metavar="FILE",
                         dest="corpora", help="UTF-8 text files to encode (one or more)")
     add_baseline_argument(parser)
@@ -53,7 +56,7 @@ def run_eval(args: argparse.Namespace) -> int:
     """Run `hf-bpe eval`; every check (tokenizers, corpora, outputs, matplotlib) comes before the encoding."""
     from hf_bpe.cli.card import chosen_baselines
     from hf_bpe.common.files import write_text_atomically
-    from hf_bpe.evaluation.baselines import resolve_baseline, resolve_directory
+    from hf_bpe.evaluation.baselines import resolve_baseline
     from hf_bpe.evaluation.evaluate import check_corpora, evaluate, json_report, markdown_report
 
     baselines = chosen_baselines(args)
@@ -68,7 +71,7 @@ def run_eval(args: argparse.Namespace) -> int:
         from hf_bpe.evaluation.plots import require_matplotlib
 
         require_matplotlib("--plot")
-    tokenizers = [resolve_directory(directory) for directory in args.directories]
+    tokenizers = [_hf_bpe_directory(directory) for directory in args.directories]
     tokenizers += [resolve_baseline(spec) for spec in dict.fromkeys(baselines)]
     if len({named.name for named in tokenizers}) < len(tokenizers):
         raise InputError("two tokenizers have the same name: " + ", ".join(named.name for named in tokenizers))
@@ -84,6 +87,20 @@ def run_eval(args: argparse.Namespace) -> int:
         plot_bytes_per_token(results, args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _hf_bpe_directory(directory: str) -> Any:
+    """A DIR that hf_bpe encodes; for one it cannot read that has a tokenizer.json, the error says to give it as a
+    baseline, which `tokenizers` encodes."""
+    from hf_bpe.evaluation.baselines import resolve_directory
+
+    try:
+        return resolve_directory(directory)
+    except InputError as error:
+        if (Path(directory) / "tokenizer.json").is_file():
+            raise InputError(f"{error}; another model's tokenizer directory goes after --baseline, which tokenizers "
+                             f"encodes") from None
+        raise
 
 
 def check_output_file(path: Path, flag: str, force: bool) -> None:

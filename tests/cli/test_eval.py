@@ -171,3 +171,14 @@ def test_a_baseline_directory_that_cannot_be_read_is_one_line(trained: Path, tmp
     assert (code, out) == (2, "")
     expected = message.format(dir=tmp_path, version=tokenizers.__version__)
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"hf-bpe eval: error: {expected}")
+
+
+def test_another_models_directory_as_a_dir_says_to_give_it_as_a_baseline(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.evaluation.test_hf_tokenizers import build
+
+    other = build(tmp_path / "qwen_like", "qwen_like")
+    code, out, err = run(["eval", str(other), "--corpus", str(CORPORA[0])], capsys)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"hf-bpe eval: error: {other}/vocab.json: no such")
+    assert err.strip().endswith("another model's tokenizer directory goes after --baseline, which tokenizers encodes")
