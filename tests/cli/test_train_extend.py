@@ -15,7 +15,7 @@ from hf_bpe.evaluation.baselines import GPT2_FILES
 from hf_bpe.formats.gpt2 import load_gpt2
 from tests import FIXTURES, REPO
 from tests.cli.faults import EOT, finish, one_line, start
-from tests.hf.test_loading import Loader
+from tests.hf.test_loading import ids_in_loaders
 
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "hf_bpe", "tiktoken")
 NEW_MERGES = 300
@@ -55,14 +55,7 @@ def test_extension_keeps_every_gpt2_id_and_merge(extended) -> None:
 def test_every_loader_gives_the_training_segmentation(extended) -> None:
     work, corpus, out = extended
     documents = corpus.read_text(encoding="utf-8").split(EOT)
-    loaders = {name: Loader(name, [out], [[EOT]], work) for name in LOADERS}
-    try:
-        for loader in loaders.values():
-            loader.handshake()
-        ids = {name: loader.encode(0, documents) for name, loader in loaders.items()}
-    finally:
-        for loader in loaders.values():
-            loader.close()
+    ids = ids_in_loaders(LOADERS, out, [EOT], documents, work)
     for name, got in ids.items():
         assert got == ids["tokenizers"], f"{name} differs from tokenizers"
     # The merge loop's final segmentation of the corpus, as the training record keeps it, is what they encode.
@@ -128,14 +121,7 @@ def test_extend_a_converted_tiktoken_file(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     vocab, _ = load_gpt2(out / "vocab.json", out / "merges.txt")
     assert min(set(vocab) - set(range(len(tokens))) - {300}) == 301  # after the largest id, the special token's
-    loaders = {name: Loader(name, [out], [[EOT]], tmp_path) for name in LOADERS}
-    try:
-        for loader in loaders.values():
-            loader.handshake()
-        ids = {name: loader.encode(0, documents) for name, loader in loaders.items()}
-    finally:
-        for loader in loaders.values():
-            loader.close()
+    ids = ids_in_loaders(LOADERS, out, [EOT], documents, tmp_path)
     for name, got in ids.items():
         assert got == ids["tokenizers"], f"{name} differs from tokenizers"
     trained = np.load(out / "token_counts.npy")

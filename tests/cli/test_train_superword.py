@@ -16,7 +16,7 @@ from hf_bpe.pretokenize.superword import PUBLISHED_SPLIT_REGEX
 from tests import FIXTURES
 from tests.cli.faults import EOT, finish, one_line, start
 from tests.cli.test_train_extend import run
-from tests.hf.test_loading import Loader
+from tests.hf.test_loading import ids_in_loaders
 
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe", "tiktoken")
 VOCAB_SIZE, TRANSITION = 1200, 800
@@ -43,7 +43,8 @@ def test_stage_one_is_plain_training_and_the_directory_says_so(superword) -> Non
     work, _, out = superword
     vocab, merges = load_gpt2(out / "vocab.json", out / "merges.txt")
     _, plain_merges = load_gpt2(work / "plain" / "vocab.json", work / "plain" / "merges.txt")
-    assert merges[:len(plain_merges)] == plain_merges and len(vocab) == VOCAB_SIZE and vocab[VOCAB_SIZE - 1] == EOT.encode()
+    assert merges[:len(plain_merges)] == plain_merges
+    assert len(vocab) == VOCAB_SIZE and vocab[VOCAB_SIZE - 1] == EOT.encode()
     pre_tokenizer = json.loads((out / "tokenizer.json").read_text())["pre_tokenizer"]
     assert [step["type"] for step in pre_tokenizer["pretokenizers"]] == ["Digits", "Split", "ByteLevel"]
     assert pre_tokenizer["pretokenizers"][1]["pattern"] == {"Regex": PUBLISHED_SPLIT_REGEX}
@@ -60,14 +61,7 @@ def test_stage_one_is_plain_training_and_the_directory_says_so(superword) -> Non
 def test_every_loader_gives_the_training_segmentation(superword) -> None:
     work, corpus, out = superword
     documents = corpus.read_text(encoding="utf-8").split(EOT)
-    loaders = {name: Loader(name, [out], [[EOT]], work) for name in LOADERS}
-    try:
-        for loader in loaders.values():
-            loader.handshake()
-        ids = {name: loader.encode(0, documents) for name, loader in loaders.items()}
-    finally:
-        for loader in loaders.values():
-            loader.close()
+    ids = ids_in_loaders(LOADERS, out, [EOT], documents, work)
     for name, got in ids.items():
         assert got == ids["tokenizers"], f"{name} differs from tokenizers"
     trained = np.load(out / "token_counts.npy")

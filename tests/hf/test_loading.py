@@ -132,6 +132,19 @@ class Loader:
         self.process.wait(timeout=30)
 
 
+def ids_in_loaders(names: tuple[str, ...], directory: Path, special_tokens: list[str], texts: list[str],
+                   tmp: Path) -> dict[str, list[list[int]]]:
+    """The ids of `texts` in each named loader (each in a fresh process) for one saved directory."""
+    loaders = {name: Loader(name, [directory], [special_tokens], tmp) for name in names}
+    try:
+        for loader in loaders.values():
+            loader.handshake()
+        return {name: loader.encode(0, texts) for name, loader in loaders.items()}
+    finally:
+        for loader in loaders.values():
+            loader.close()
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hf_loading")
