@@ -3,8 +3,8 @@
 `hf-bpe eval --baseline DIR`, `hf-bpe card --baseline DIR` and `hf-bpe show DIR` take any HuggingFace tokenizer
 directory with a `tokenizer.json` (Qwen's, Llama 3's, DeepSeek's, ...), whatever its normalizer, pre-tokenizer
 sequence and model: `tokenizers` reads the file and encodes the text, hf_bpe only counts the ids. Text is encoded
-without the tokens a post-processor adds (`add_special_tokens=False`), as hf_bpe's own encoder sees it: special
-tokens in the text count as one token each.
+without the tokens a post-processor adds (`add_special_tokens=False`), and without the truncation and padding a
+tokenizer.json may ask for, as hf_bpe's own encoder sees it: special tokens in the text count as one token each.
 
 **Counting a file exactly, in parts.** `tokenizers` cuts text at its added tokens before anything else: the
 normalizer, the pre-tokenizers and the model then work on each piece alone. So a file is cut right after each place
@@ -65,6 +65,9 @@ class TokenizersEngine:
         except Exception as error:  # tokenizers raises a plain Exception with serde's message
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise InputError(f"{path}: tokenizers {tokenizers.__version__} cannot read it: {reason}") from None
+        # A tokenizer.json may ask for truncation or padding (a model's input length): whole texts are counted here.
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
         self.path = path
         added = self._tokenizer.get_added_tokens_decoder()
         self.special_tokens = [token.content for _, token in sorted(added.items()) if token.special]

@@ -92,6 +92,19 @@ def test_a_file_counts_as_tokenizers_encodes_it_whole(directories: dict[str, Pat
     assert result.num_tokens == len(library(str(directories[kind])).encode(text, add_special_tokens=False).ids)
 
 
+def test_truncation_and_padding_in_the_file_are_not_applied(directories: dict[str, Path], tmp_path: Path) -> None:
+    content = json.loads((directories["qwen_like"] / "tokenizer.json").read_text(encoding="utf-8"))
+    content["truncation"] = {"direction": "Right", "max_length": 8, "strategy": "LongestFirst", "stride": 0}
+    content["padding"] = {"strategy": {"Fixed": 64}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 0,
+                          "pad_type_id": 0, "pad_token": EOT}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(content), encoding="utf-8")
+    text = CORPUS.read_text(encoding="utf-8")
+    counts = load_tokenizer_json(tmp_path).count_tokens(text)
+    assert np.array_equal(counts, library_counts(directories["qwen_like"], text, len(counts)))
+    assert load_tokenizer_json(tmp_path).encode("Hello") == library(str(directories["qwen_like"])).encode(
+        "Hello", add_special_tokens=False).ids
+
+
 def test_metaspace_first_is_why_such_a_tokenizer_is_not_cut(directories: dict[str, Path]) -> None:
     # Encoded in parts, each part would start with a "▁" that the whole text has only at its start.
     directory = directories["llama2_like"]
