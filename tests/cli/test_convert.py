@@ -201,6 +201,22 @@ def test_eval_and_show_read_a_tricky_converted_directory_as_tiktoken(tricky_dire
     assert named.tokenizer.encode_batch(texts) == encoding.encode_batch(texts, allowed_special="all")
 
 
+def test_pickles_keep_ignore_merges(tricky_directories: tuple[Path, list[Path]]) -> None:
+    """Worker processes get the tokenizer pickled (encode_batch, datasets.map): it still finds tokens whole."""
+    import pickle
+
+    from hf_bpe.hf.tokenizer import HFBPETokenizer
+
+    source, directories = tricky_directories
+    texts = tricky_texts()
+    expected = tiktoken.Encoding("tricky", pat_str=TRICKY_PATTERN, mergeable_ranks=tricky_ranks(),
+                                 special_tokens=TRICKY_SPECIALS).encode_batch(texts, allowed_special="all")
+    tokenizer = pickle.loads(pickle.dumps(Tokenizer.from_tiktoken(source, TRICKY_PATTERN, TRICKY_SPECIALS)))
+    assert tokenizer.ignore_merges and tokenizer.encode_batch(texts) == expected
+    hf_tokenizer = pickle.loads(pickle.dumps(HFBPETokenizer.from_pretrained(directories[0])))
+    assert hf_tokenizer(texts)["input_ids"] == expected
+
+
 def test_exporting_a_tricky_converted_directory_gives_back_the_file(tricky_directories: tuple[Path, list[Path]],
                                                                     tmp_path: Path) -> None:
     source, directories = tricky_directories
