@@ -151,14 +151,14 @@ def run_train(args: argparse.Namespace) -> int:
                    "max_token_length": args.max_token_length}
         if stage_two is not None:  # SuperBPE: stage 1 up to the transition, then count again and go on
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
-            stage_one = train_bpe_from_counts(counts, stage_two[0], special_tokens, **options)
-            stage_one_counted, second_start = len(counts), time.perf_counter()
+            stage_one = train_bpe_from_counts(counts, stage_two[0], special_tokens, consume_counts=True, **options)
+            stage_one_counted, second_start = distinct, time.perf_counter()
             del counts
             counts = count_training_corpus(args, inputs, source, special_tokens, progress, pattern=stage_two[1])[0]
             distinct = len(counts)
             counting_seconds += time.perf_counter() - second_start
             vocab, merges = continue_with_superwords(stage_one, counts, args.vocab_size, special_tokens,
-                                                     token_counts=token_counts, **options)
+                                                     token_counts=token_counts, consume_counts=True, **options)
         elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,

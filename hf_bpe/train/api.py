@@ -117,7 +117,8 @@ def _train_counted(count: Callable[[str], Mapping[bytes, int]], regex: str, stag
     del words
     start = time.perf_counter()
     return continue_with_superwords(stage_one, count(superword_regex), vocab_size, specials, progress=progress,
-                                    verbose=verbose, counting_seconds=time.perf_counter() - start, **options)
+                                    verbose=verbose, counting_seconds=time.perf_counter() - start,
+                                    consume_counts=True, **options)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,

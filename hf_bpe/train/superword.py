@@ -86,11 +86,12 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
                              special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
                              counting_seconds: float = 0.0, token_counts: np.ndarray | None = None,
                              min_frequency: int = 0, max_token_length: int | None = None,
-                             cut_below: int | None = None) -> tuple[Vocab, Merges]:
+                             cut_below: int | None = None, consume_counts: bool = False) -> tuple[Vocab, Merges]:
     """SuperBPE's stage 2: continue from stage 1's vocab and merges (special tokens last, as training returns them)
     on `counts`, the corpus counted with the stage-2 pattern, up to `vocab_size` tokens with the special tokens,
     which take the last ids again. `token_counts` (uint64, `vocab_size` entries) receives how often each id occurs in
-    the final segmentation of the counts.
+    the final segmentation of the counts. `consume_counts=True` empties `counts` once the words are made from them
+    (their memory is not needed while merging).
 
     The words are first cut between stage-1 tokens whose pair counts less than a guess at the last merge's count
     (`cut_below`, None: `PairCounts.guess_last_count`; see `cut_at_rare_pairs`), and merging stops below it; if
@@ -107,6 +108,9 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
         words = base_words(counts, base, counted)
     except ValueError as error:  # a byte stage 1 has no token for
         raise InputError(f"SuperBPE stage 2: the stage-1 tokenizer cannot encode the corpus: {error}") from None
+    distinct = len(counts)
+    if consume_counts:
+        counts.clear()  # type: ignore[attr-defined]
     pairs = PairCounts.of(words)
     cut = pairs.guess_last_count(num_merges) if cut_below is None else cut_below
     options = {"token_counts": counted, "max_token_length": max_token_length}
@@ -127,7 +131,7 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     if verbose:
-        report_training(len(counts), counting_seconds, len(id_merges), time.perf_counter() - start)
+        report_training(distinct, counting_seconds, len(id_merges), time.perf_counter() - start)
     return vocab, merges
 
 
