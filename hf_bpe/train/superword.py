@@ -42,6 +42,8 @@ from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 14
+# Pairs of stage-1 tokens are counted this many positions at a time.
+PAIR_BLOCK = 1 << 20
 # Stage-2 pre-tokens are split into pieces about this many bytes of them at a time.
 SPLIT_BYTES = 1 << 22
 # Parts of cut words are counted this many at a time.
@@ -111,7 +113,7 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     distinct = len(counts)
     if consume_counts:
         counts.clear()  # type: ignore[attr-defined]
-    pairs = PairCounts.of(words)
+    pairs = PairCounts(words)
     cut = pairs.guess_last_count(num_merges) if cut_below is None else cut_below
     options = {"token_counts": counted, "max_token_length": max_token_length}
     id_merges: list[tuple[int, int]] = []
@@ -135,30 +137,41 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     return vocab, merges
 
 
-@dataclass
 class PairCounts:
-    """Where pairs of tokens start in the words' data (`inner`, within a word), which distinct pair each is
-    (`which`), and how often each distinct pair occurs in all the words, each word times its frequency (`totals`)."""
+    """How often each distinct pair of adjacent tokens occurs in the words, each word times its frequency
+    (`distinct` pair codes, sorted, and their `totals`), counted a block of positions at a time so that the
+    temporary arrays stay small whatever the corpus (as `FlatCorpus` indexes its pairs)."""
 
-    inner: np.ndarray
-    which: np.ndarray
-    totals: np.ndarray
+    def __init__(self, words: _Words) -> None:
+        self.data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
+        self.ends = np.cumsum(words.lengths)
+        self.frequencies = words.frequencies
+        blocks = range(0, len(self.data), PAIR_BLOCK)
+        self.distinct = np.unique(np.concatenate([np.unique(self._block(start)[1]) for start in blocks]
+                                                 or [np.zeros(0, dtype=np.int64)]))
+        self.totals = np.zeros(len(self.distinct), dtype=np.float64)
+        for start in blocks:
+            at, codes = self._block(start)
+            weights = self.frequencies[np.searchsorted(self.ends, at, side="right")]
+            self.totals += np.bincount(np.searchsorted(self.distinct, codes), weights=weights,
+                                       minlength=len(self.distinct))
 
-    @classmethod
-    def of(cls, words: _Words) -> PairCounts:
-        data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
-        ends = np.cumsum(words.lengths)
-        last = np.zeros(len(data), dtype=bool)
-        last[ends - 1] = True
-        inner = np.flatnonzero(~last).astype(np.int32)
-        del last
-        codes = (data[inner].astype(np.int64) << 21) | data[inner + 1]
-        distinct, which = np.unique(codes, return_inverse=True)
-        del codes
-        which = which.astype(np.int32)  # half the size, for as long as the cuts need it
-        # Each word's pairs start at all its positions but the last, in order: their weight is its frequency.
-        totals = np.bincount(which, weights=np.repeat(words.frequencies, words.lengths - 1), minlength=len(distinct))
-        return cls(inner, which, totals)
+    def _block(self, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """The positions from `start` (a block of them) where a pair starts inside a word, and the pairs' codes."""
+        stop = min(start + PAIR_BLOCK, len(self.data))
+        inside = np.ones(stop - start, dtype=bool)
+        first, last = np.searchsorted(self.ends, [start + 1, stop], side="left")
+        inside[self.ends[first:last + 1][self.ends[first:last + 1] <= stop] - 1 - start] = False  # words' last tokens
+        at = np.flatnonzero(inside) + start
+        return at, (self.data[at].astype(np.int64) << 21) | self.data[at + 1]
+
+    def rare(self, cut_below: int) -> np.ndarray:
+        """The positions where a pair counting less than `cut_below` starts."""
+        found = []
+        for start in range(0, len(self.data), PAIR_BLOCK):
+            at, codes = self._block(start)
+            found.append(at[self.totals[np.searchsorted(self.distinct, codes)] < cut_below])
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
     def guess_last_count(self, num_merges: int) -> int:
         """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
@@ -186,7 +199,7 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_co
     starts = np.zeros(len(data), dtype=bool)
     starts[np.cumsum(lengths)[:-1]] = True
     starts[0] = True
-    starts[pairs.inner[pairs.totals[pairs.which] < cut_below] + 1] = True
+    starts[pairs.rare(cut_below) + 1] = True
     part_starts = np.flatnonzero(starts)
     del starts
     part_frequencies = words.frequencies[np.searchsorted(np.cumsum(lengths), part_starts, side="right")]
