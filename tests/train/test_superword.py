@@ -12,13 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tokenizers
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_iterator
 from hf_bpe.pretokenize import compile_pattern
+from hf_bpe.train import superword
 from hf_bpe.train._reference import reference_superword_train
 from hf_bpe.train.count import count_pretokens_in_iterator
+from hf_bpe.train.merge_loop import _Words
 from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, continue_with_superwords
 from tests import FIXTURES
 from tests.pretokenize.test_patterns import QWEN2, pattern_text
@@ -71,6 +73,28 @@ def test_cutting_at_rare_pairs_changes_no_merge_and_no_token_count(texts: list[s
         results.append((continue_with_superwords(stage_one, counts, 270 + merges, [ENDOFTEXT], cut_below=cut,
                                                  token_counts=token_counts), token_counts.tolist()))
     assert results[0] == results[1]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.tuples(st.lists(st.integers(0, 4), min_size=2, max_size=9), st.integers(1, 3)), min_size=1,
+                      max_size=30), block=st.integers(1, 20))
+def test_pair_counts_in_blocks_are_the_pair_counts(words: list[tuple[list[int], int]], block: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(superword, "PAIR_BLOCK", block)
+    expected: Counter[tuple[int, int]] = Counter()
+    for tokens, frequency in words:
+        for pair in zip(tokens, tokens[1:]):
+            expected[pair] += frequency
+    start_state = _Words(np.array([token for tokens, _ in words for token in tokens], dtype=np.int32),
+                         np.array([len(tokens) for tokens, _ in words]), np.array([count for _, count in words]),
+                         len(words), [bytes([byte]) for byte in range(256)])
+    pairs = superword.PairCounts(start_state)
+    assert {(code >> 21, code & 0x1FFFFF): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
+            } == expected
+    positions = np.cumsum([0] + [len(tokens) for tokens, _ in words])
+    rare = {(int(np.searchsorted(positions, at, side="right")) - 1, int(at)) for at in pairs.rare(3)}
+    assert rare == {(index, positions[index] + offset) for index, (tokens, _) in enumerate(words)
+                    for offset, pair in enumerate(zip(tokens, tokens[1:])) if expected[pair] < 3}
 
 
 def test_files_and_worker_processes_train_the_same_superwords(tmp_path: Path) -> None:
