@@ -21,14 +21,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from bench_results import append_result
-from tree_memory import PeakTreeMemory
+from tree_memory import run_measured
 
 SPECIAL_TOKENS = ["<|endoftext|>"]
 TOOLS = ("plain", "superword", "hf_plain")
@@ -63,22 +61,11 @@ def run_in_subprocess(tool: str, corpus: str, args: argparse.Namespace) -> dict:
     command = [sys.executable, __file__, corpus, "--child", tool, "--vocab-size", str(args.vocab_size),
                "--superword-from", str(args.superword_from)] + (["--workers", str(args.workers)] if args.workers
                                                                  else [])
-    with tempfile.TemporaryDirectory(prefix="bench_superword_") as scratch:
-        # Output to files and the process reaped by wait4: its resource usage is its own tree's alone.
-        with open(os.path.join(scratch, "out"), "w+") as stdout, open(os.path.join(scratch, "err"), "w+") as stderr:
-            start = time.perf_counter()
-            process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=environment)
-            memory = PeakTreeMemory(process.pid)
-            _, status, usage = os.wait4(process.pid, 0)
-            process_wall = time.perf_counter() - start
-            memory.stop()
-            stdout.seek(0)
-            stderr.seek(0)
-            output, errors = stdout.read(), stderr.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{tool} on {corpus} failed:\n{errors[-2000:]}")
-    result = json.loads(output.strip().splitlines()[-1])
-    result.update(process_wall=process_wall, peak_mb=memory.rss / 1e6, max_process_mb=usage.ru_maxrss * 1024 / 1e6)
+    run = run_measured(command, environment)
+    if run.returncode != 0:
+        sys.exit(f"{tool} on {corpus} failed:\n{run.errors[-2000:]}")
+    result = json.loads(run.output.strip().splitlines()[-1])
+    result.update(process_wall=run.wall, peak_mb=run.memory.rss / 1e6, max_process_mb=run.max_process_bytes / 1e6)
     return result
 
 

@@ -49,7 +49,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,7 +56,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench_results import append_result
-from tree_memory import PeakTreeMemory
+from tree_memory import run_measured
 
 SPECIAL_TOKENS = ["<|endoftext|>"]
 OVERLAP_MERGES = 1000
@@ -237,28 +236,16 @@ def run_in_subprocess(child: str, args: argparse.Namespace) -> dict:
             command.append(f"--pattern={pattern}")  # one argument, whatever the regex starts with
         if args.workers:
             command += ["--workers", str(args.workers)]
-        # Output to files, not pipes: the process is reaped by wait4, whose resource usage is this process's and its
-        # descendants' alone (RUSAGE_CHILDREN would hold the largest of every tool run so far).
-        with open(os.path.join(scratch, "out"), "w+") as stdout, open(os.path.join(scratch, "err"), "w+") as stderr:
-            start = time.perf_counter()
-            process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=environment)
-            memory = PeakTreeMemory(process.pid)
-            _, status, usage = os.wait4(process.pid, 0)
-            process_wall = time.perf_counter() - start
-            memory.stop()
-            process.returncode = os.waitstatus_to_exitcode(status)
-            stdout.seek(0)
-            stderr.seek(0)
-            output, errors = stdout.read(), stderr.read()
-        if process.returncode != 0:
-            sys.exit(f"{child} failed with exit code {process.returncode}:\n{errors[-2000:]}")
+        run = run_measured(command, environment)
+        if run.returncode != 0:
+            sys.exit(f"{child} failed with exit code {run.returncode}:\n{run.errors[-2000:]}")
         if child == "hf_bpe_cli":
-            result = cli_result(errors, os.path.join(scratch, "tokenizer"))
+            result = cli_result(run.errors, os.path.join(scratch, "tokenizer"))
         else:
-            result = json.loads(output.strip().splitlines()[-1])
-    result["process_wall"] = process_wall
-    result["peak_mb"], result["peak_pss_mb"] = memory.rss / 1e6, memory.pss / 1e6
-    result["max_process_mb"] = usage.ru_maxrss * 1024 / 1e6  # Linux counts it in KiB
+            result = json.loads(run.output.strip().splitlines()[-1])
+    result["process_wall"] = run.wall
+    result["peak_mb"], result["peak_pss_mb"] = run.memory.rss / 1e6, run.memory.pss / 1e6
+    result["max_process_mb"] = run.max_process_bytes / 1e6
     return result
 
 

@@ -15,7 +15,11 @@ files, which the kernel can drop and read again). Linux only.
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 import threading
+import time
+from dataclasses import dataclass
 
 
 def process_tree(root: int) -> list[int]:
@@ -69,3 +73,35 @@ class PeakTreeMemory:
             self.pss = max(self.pss, sum(pss for _, pss, _ in sizes))
             self.anonymous = max(self.anonymous, sum(anonymous for _, _, anonymous in sizes))
             self._stop.wait(self.interval)
+
+
+@dataclass
+class MeasuredRun:
+    """A finished child process: its exit code, output, wall time, the peaks of its tree (`PeakTreeMemory`) and the
+    largest resident size of any one of its processes (the kernel's ru_maxrss, in bytes)."""
+
+    returncode: int
+    output: str
+    errors: str
+    wall: float
+    memory: PeakTreeMemory
+    max_process_bytes: int
+
+
+def run_measured(command: list[str], environment: dict[str, str]) -> MeasuredRun:
+    """Run `command` to its end with its memory sampled.
+
+    Output goes to files, not pipes, and the process is reaped by wait4, whose resource usage is this process's and
+    its descendants' alone (RUSAGE_CHILDREN would hold the largest of every tool run so far)."""
+    with tempfile.TemporaryDirectory(prefix="tree_memory_") as scratch:
+        with open(os.path.join(scratch, "out"), "w+") as stdout, open(os.path.join(scratch, "err"), "w+") as stderr:
+            start = time.perf_counter()
+            process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=environment)
+            memory = PeakTreeMemory(process.pid)
+            _, status, usage = os.wait4(process.pid, 0)
+            wall = time.perf_counter() - start
+            memory.stop()
+            stdout.seek(0)
+            stderr.seek(0)
+            return MeasuredRun(os.waitstatus_to_exitcode(status), stdout.read(), stderr.read(), wall, memory,
+                               usage.ru_maxrss * 1024)  # Linux counts ru_maxrss in KiB
