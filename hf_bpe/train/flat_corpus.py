@@ -107,16 +107,22 @@ def _int32_array(size: int) -> tuple[array, np.ndarray]:
     return buffer, np.frombuffer(buffer, dtype=np.int32)
 
 
-def _stable_order(ids: np.ndarray) -> np.ndarray:
-    """The stable order of sorting `ids` (non-negative, below 2 ** 32): radix sorts of 16 bits, one or two.
+def _stable_order(ids: np.ndarray, bits: int = 32) -> np.ndarray:
+    """The stable order of sorting `ids` (non-negative, below 2 ** `bits`): radix sorts of 16 bits, least
+    significant first (numpy's stable sort of uint16 is a radix sort), as many as `bits` needs.
 
     >>> _stable_order(np.array([70000, 5, 70000, 3, 5])).tolist()
     [3, 1, 4, 0, 2]
+    >>> _stable_order(np.array([1 << 40, 7, 1 << 40, 1 << 33]), 41).tolist()
+    [1, 3, 0, 2]
     """
-    if not len(ids) or int(ids.max()) < 1 << 16:
-        return np.argsort(ids.astype(np.uint16), kind="stable")
     order = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
-    return order[np.argsort((ids[order] >> 16).astype(np.uint16), kind="stable")]
+    for shift in range(16, bits, 16):
+        digits = ids[order] >> shift
+        if shift + 16 < bits:
+            digits &= 0xFFFF
+        order = order[np.argsort(digits.astype(np.uint16), kind="stable")]
+    return order
 
 
 def _chars(symbols: np.ndarray) -> str:
@@ -175,40 +181,77 @@ class FlatCorpus:
         """Count and index every pair where it is now, counting `floor` or more (replacing `index`): before the
         first merge, and when a floor is lowered. Return those pairs and their counts.
 
-        It goes over the positions a block at a time, three times (the distinct pairs, how many positions each has,
-        then each block's positions put in place: a counting sort), so that the temporary arrays stay small whatever
-        the corpus. Before the first merge the pairs are byte pairs, whose codes are their own ids."""
+        It goes over the positions a block at a time, twice, so that the temporary arrays stay small whatever the
+        corpus: first each block's pairs are sorted by code (`_stable_order`: radix passes of 16 bits, one for byte
+        pairs, two while the ids fit 16 bits) and reduced to its distinct pairs, their numbers of positions and their
+        counts; then, the distinct pairs of all blocks known, each block's positions of the pairs kept are put in
+        place, sorted again (a counting sort). The codes are the left id shifted by as many bits as the largest id
+        needs, or'ed with the right one, so that token ids sort as cheaply as bytes."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
-        shift = 8 if int(self.symbols.max()) < 256 else 21
-        if shift == 8:
+        shift = max(8, int(self.symbols.max()).bit_length())
+        # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.
+        counts_later = shift == 8 and floor <= 1
+        if counts_later:
             distinct = np.arange(1 << 16)
+            runs_of_blocks = []
+            for start in blocks:
+                block_sizes = np.bincount(self._pairs(start, shift)[1], minlength=1 << 16)
+                ids = block_sizes.nonzero()[0]
+                runs_of_blocks.append((ids, block_sizes[ids], None))
         else:
-            distinct = np.unique(np.concatenate([np.unique(self._pairs(start, shift)[1]) for start in blocks]))
+            runs_of_blocks = [self._sorted_pairs(start, shift, True)[1:] for start in blocks]
+            if len(runs_of_blocks) == 1:
+                distinct = runs_of_blocks[0][0]
+            else:
+                distinct = np.unique(np.concatenate([codes for codes, _, _ in runs_of_blocks]))
         sizes = np.zeros(len(distinct), dtype=np.int64)
-        for start in blocks:
-            codes = self._pairs(start, shift)[1]
-            sizes += np.bincount(codes if shift == 8 else np.searchsorted(distinct, codes), minlength=len(distinct))
+        totals = np.zeros(len(distinct), dtype=np.int64)
+        for block, (codes, block_sizes, block_totals) in enumerate(runs_of_blocks):
+            ids = codes if counts_later else distinct.searchsorted(codes)  # distinct in a block: plain additions
+            sizes[ids] += block_sizes
+            if block_totals is not None:
+                totals[ids] += block_totals
+            runs_of_blocks[block] = (ids, block_sizes, None)
+        kept = totals >= floor if floor > 1 else sizes > 0
+        sizes[~kept] = 0  # only the kept pairs' positions are placed
         ends = np.cumsum(sizes)
         filled = ends - sizes  # where each pair's next positions go
         positions = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
-        totals = np.zeros(len(distinct), dtype=np.int64)
-        for start in blocks:
-            at, codes = self._pairs(start, shift)
-            ids = codes if shift == 8 else np.searchsorted(distinct, codes)
-            order = _stable_order(ids)
-            at, ids = at[order], ids[order]
-            runs = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1]))) if len(ids) else ids
-            first = np.repeat(runs, np.diff(np.append(runs, len(ids))))  # where each pair's run starts here
-            positions[filled[ids] + (np.arange(len(ids)) - first)] = at
-            totals[ids[runs]] += np.add.reduceat(self.frequencies[self.word_of[at]], runs) if len(runs) else 0
-            filled += np.bincount(ids, minlength=len(distinct))
-        present = np.flatnonzero(sizes > 0 if floor <= 1 else totals >= floor)
+        for start, (ids, block_sizes, _) in zip(blocks, runs_of_blocks):
+            at, _, _, block_totals = self._sorted_pairs(start, shift, counts_later)
+            if counts_later:
+                totals[ids] += block_totals
+            run_starts = np.cumsum(block_sizes) - block_sizes
+            destinations = np.repeat(filled[ids] - run_starts, block_sizes)
+            destinations += np.arange(len(destinations))
+            if np.count_nonzero(kept[ids]) < len(ids):
+                placed = np.repeat(kept[ids], block_sizes)
+                destinations, at = destinations[placed], at[placed]
+            positions[destinations] = at
+            filled[ids] += block_sizes
+        del runs_of_blocks
+        present = np.flatnonzero(kept)
         codes = distinct[present]
         keys = list(map(add, _chars(codes >> shift), _chars(codes & ((1 << shift) - 1))))
         starts, stops = (ends - sizes)[present].tolist(), ends[present].tolist()
         self.index = {key: positions[start:stop] if stop - start > 1 else start_position
                       for key, start, stop, start_position in zip(keys, starts, stops, positions[starts].tolist())}
         return keys, totals[present].tolist()
+
+    def _sorted_pairs(self, start: int, shift: int, with_counts: bool
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The pairs starting in the block of positions from `start`, sorted by code (positions ascending within a
+        code): their positions; and, one entry per distinct code, the codes, how many positions, and (if
+        `with_counts`) the counts."""
+        at, codes = self._pairs(start, shift)
+        order = _stable_order(codes, 2 * shift)
+        at, codes = at[order], codes[order]
+        if not len(codes):
+            return at, codes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        runs = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+        sizes = np.diff(np.append(runs, len(codes)))
+        counts = np.add.reduceat(self.frequencies[self.word_of[at]], runs) if with_counts else None
+        return at, codes[runs], sizes, counts
 
     def lower_floor(self) -> dict[str, int]:
         """Lower the floor (to a quarter, or to 0 below 2) when no pair counting at least the floor is left: count

@@ -213,3 +213,38 @@ def test_byte_pairs_are_counted_and_indexed_the_same_in_any_blocks(counts: dict[
     words = [tuple(word) for word in counts if len(word) > 1]
     check_store(corpus, words, [counts[bytes(word)] for word in words])
     assert all(entry.dtype == np.int32 for entry in corpus.index.values() if not isinstance(entry, int))
+
+
+# Token-id words (a base tokenizer's segmentation): ids of 8 to 21 bits (up to the largest code point), so that the
+# pair codes need one to three radix passes of 16 bits when sorted; a few ids each, so that pairs repeat across words
+# and blocks.
+id_words = st.integers(8, 21).flatmap(lambda bits: st.lists(
+    st.lists(st.sampled_from([min(symbol, 0x10FFFF) for symbol in (0, 1, 255, (1 << bits) - 1, (1 << bits) - 2,
+                                                                   1 << (bits - 1))]),
+             min_size=2, max_size=9).map(tuple), min_size=1, max_size=12, unique=True))
+
+
+@settings(max_examples=50, deadline=None)
+@given(words=id_words, frequencies=st.lists(st.integers(1, 9), min_size=12, max_size=12),
+       block=st.sampled_from([1, 3, 8, 1 << 20]), floor=st.sampled_from([0, 2, 6, 20]))
+def test_token_id_pairs_are_counted_and_indexed_the_same_in_any_blocks(words: list[tuple[int, ...]],
+                                                                       frequencies: list[int], block: int,
+                                                                       floor: int) -> None:
+    frequencies = frequencies[:len(words)]
+    data = np.array([symbol for word in words for symbol in word], dtype=np.int32)
+    lengths, weights = np.array(list(map(len, words))), np.array(frequencies, dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
+        corpus = FlatCorpus(data, lengths, weights, first_new_id=int(data.max()) + 1)
+        check_store(corpus, words, frequencies)
+        # Counted and indexed again at a floor (as `lower_floor` does): the pairs at it or above, and only those.
+        corpus.floor = floor
+        keys, counts = corpus._index_pairs(floor)
+    expected: Counter[str] = Counter()
+    for word, frequency in zip(words, frequencies):
+        for left, right in zip(word, word[1:]):
+            expected[chr(left) + chr(right)] += frequency
+    assert dict(zip(keys, counts)) == {pair: count for pair, count in expected.items() if count >= floor}
+    assert set(corpus.index) == set(keys)
+    corpus.pair_counts = dict(zip(keys, counts))
+    check_store(corpus, words, frequencies)
