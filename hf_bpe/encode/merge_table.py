@@ -20,6 +20,7 @@ from itertools import chain
 from operator import itemgetter
 
 from hf_bpe.encode.merge_kernels import PairRanks
+from hf_bpe.formats.tiktoken_merges import DerivedMerges
 
 
 class MergeTableError(ValueError):
@@ -58,6 +59,8 @@ def as_byte_pairs(merges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, by
     >>> as_byte_pairs([(bytearray(b"a"), b"b")])
     [(b'a', b'b')]
     """
+    if type(merges) is DerivedMerges:
+        return merges.copy()  # checked when derived, and keeps their ids
     pairs = list(merges)
     if {tuple} >= set(map(type, pairs)) and {2} >= set(map(len, pairs)) \
             and {bytes} >= set(map(type, chain.from_iterable(pairs))):
@@ -68,6 +71,9 @@ def as_byte_pairs(merges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, by
 def merge_table(token_ids: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]]) -> tuple[PairRanks, list[int]]:
     """((left id, right id) -> rank, rank -> id of the merged token) of `merges` (byte pairs) over a vocab's
     `token_ids`. Raises MergeTableError for the first merge whose parts or result are not in the vocab."""
+    known = merges.known_ids(token_ids) if type(merges) is DerivedMerges else None
+    if known is not None:
+        return _pair_ranks(list(zip(known[0], known[1]))), known[2]
     get = token_ids.get
     lefts, rights = list(map(itemgetter(0), merges)), list(map(itemgetter(1), merges))
     left_ids, right_ids = list(map(get, lefts)), list(map(get, rights))
@@ -77,13 +83,17 @@ def merge_table(token_ids: Mapping[bytes, int], merges: Sequence[tuple[bytes, by
             missing = [token for token in (left, right, left + right) if token not in token_ids]
             if missing:
                 raise MergeTableError(rank, f"merge {rank} ({left!r}, {right!r}): {missing[0]!r} is not in the vocab")
-    pairs = list(zip(left_ids, right_ids))
+    return _pair_ranks(list(zip(left_ids, right_ids))), merged_ids  # type: ignore[arg-type]
+
+
+def _pair_ranks(pairs: list[tuple[int, int]]) -> PairRanks:
+    """pair -> rank, where a pair listed twice keeps its first rank."""
     pair_ranks = dict(zip(pairs, range(len(pairs))))
-    if len(pair_ranks) < len(pairs):  # a pair listed twice: its first rank counts
+    if len(pair_ranks) < len(pairs):
         pair_ranks = {}
         for rank, pair in enumerate(pairs):
             pair_ranks.setdefault(pair, rank)
-    return pair_ranks, merged_ids  # type: ignore[return-value]
+    return pair_ranks  # type: ignore[return-value]
 
 
 __all__ = ["MergeTableError", "as_byte_pairs", "merge_table", "vocab_index"]

@@ -37,8 +37,9 @@ RankMerges(merges=[(b'b', b'c'), (b'a', b'b'), (b'a', b'bc'), (b'c', b'ab')], un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from operator import is_
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -55,11 +56,41 @@ _EXACT_BANDS = 16
 _FEW_ROWS = 4096
 
 
+class DerivedMerges(list):  # type: ignore[type-arg]
+    """`derive_merges`' merges, a list of (bytes, bytes) that also keeps the ids (ranks) of each merge's parts and
+    result, so that `hf_bpe.encode.merge_table` need not look 3 x 200,000 tokens up again: `known_ids`. A copy
+    (`copy`) keeps them; a pickle is a plain list."""
+
+    def __init__(self, merges: Iterable[tuple[bytes, bytes]], tokens: list[bytes], ids: list[int],
+                 merge_ids: tuple[list[int], list[int], list[int]]) -> None:
+        super().__init__(merges)
+        self._pairs, self._tokens, self._ids, self._merge_ids = tuple(self), tokens, ids, merge_ids
+
+    def copy(self) -> DerivedMerges:
+        copied = DerivedMerges.__new__(DerivedMerges)
+        list.extend(copied, self)
+        copied._pairs, copied._tokens, copied._ids, copied._merge_ids = (
+            self._pairs, self._tokens, self._ids, self._merge_ids)
+        return copied
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return list, (list(self),)
+
+    def known_ids(self, token_ids: Mapping[bytes, int]) -> tuple[list[int], list[int], list[int]] | None:
+        """(left ids, right ids, merged ids) of the merges, if the list still holds the derived merges (the same
+        objects: no edit since) and `token_ids` gives every token of the derivation its rank; else None."""
+        if len(self) != len(self._pairs) or not all(map(is_, self, self._pairs)):
+            return None
+        if list(map(token_ids.get, self._tokens)) != self._ids:
+            return None
+        return self._merge_ids
+
+
 class RankMerges(NamedTuple):
     """`derive_merges`' result: the merges in rank order of the merged tokens, and the tokens of more than one byte
     that tiktoken reaches only by looking a whole pre-token up (in rank order)."""
 
-    merges: list[tuple[bytes, bytes]]
+    merges: DerivedMerges
     unreachable: list[bytes]
 
 
@@ -80,9 +111,12 @@ def derive_merges(ranks: Mapping[bytes, int]) -> RankMerges:
         raise ValueError("the ranks have no token for some single bytes (a tiktoken file has all 256)")
     left, right = _last_joins(_Substrings(data, starts, lengths), byte_index)
     joined = np.flatnonzero(left >= 0)
-    merges = list(zip(map(tokens.__getitem__, left[joined].tolist()), map(tokens.__getitem__, right[joined].tolist())))
-    unreachable = np.flatnonzero((left < 0) & (lengths > 1)).tolist()
-    return RankMerges(merges, list(map(tokens.__getitem__, unreachable)))
+    lefts, rights = left[joined], right[joined]
+    merges = zip(map(tokens.__getitem__, lefts.tolist()), map(tokens.__getitem__, rights.tolist()))
+    ids = np.sort(values)
+    merge_ids = (ids[lefts].tolist(), ids[rights].tolist(), ids[joined].tolist())
+    unreachable = list(map(tokens.__getitem__, np.flatnonzero((left < 0) & (lengths > 1)).tolist()))
+    return RankMerges(DerivedMerges(merges, tokens, ids.tolist(), merge_ids), unreachable)
 
 
 class _Substrings:
@@ -235,4 +269,4 @@ def _join_band(substrings: _Substrings, tokens: np.ndarray, byte_index: np.ndarr
         pairs[row[behind], before[behind]] = substrings.find(tokens[row[behind]], before[behind], after[behind], count)
 
 
-__all__ = ["RankMerges", "derive_merges"]
+__all__ = ["DerivedMerges", "RankMerges", "derive_merges"]
