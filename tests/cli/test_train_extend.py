@@ -15,7 +15,7 @@ from hf_bpe.evaluation.baselines import GPT2_FILES
 from hf_bpe.formats.gpt2 import load_gpt2
 from tests import FIXTURES, REPO
 from tests.cli.faults import EOT, finish, one_line, start
-from tests.hf.test_loading import ids_in_loaders
+from tests.hf.test_loading import assert_loaders_give_the_training_segmentation, ids_in_loaders
 
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "hf_bpe", "tiktoken")
 NEW_MERGES = 300
@@ -55,14 +55,7 @@ def test_extension_keeps_every_gpt2_id_and_merge(extended) -> None:
 def test_every_loader_gives_the_training_segmentation(extended) -> None:
     work, corpus, out = extended
     documents = corpus.read_text(encoding="utf-8").split(EOT)
-    ids = ids_in_loaders(LOADERS, out, [EOT], documents, work)
-    for name, got in ids.items():
-        assert got == ids["tokenizers"], f"{name} differs from tokenizers"
-    # The merge loop's final segmentation of the corpus, as the training record keeps it, is what they encode.
-    trained = np.load(out / "token_counts.npy")
-    encoded = np.bincount(np.concatenate([np.array(document_ids, dtype=np.int64) for document_ids in ids["auto"]]),
-                          minlength=len(trained))
-    assert encoded.tolist() == trained.tolist()
+    encoded = assert_loaders_give_the_training_segmentation(LOADERS, out, [EOT], documents, work)
     assert encoded[50257:].sum() > 0  # the new tokens are used
 
 

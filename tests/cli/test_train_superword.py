@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 
-import numpy as np
 import pytest
 
 from hf_bpe.formats.gpt2 import load_gpt2
@@ -16,7 +15,7 @@ from hf_bpe.pretokenize.superword import PUBLISHED_SPLIT_REGEX
 from tests import FIXTURES
 from tests.cli.faults import EOT, finish, one_line, start
 from tests.cli.test_train_extend import run
-from tests.hf.test_loading import ids_in_loaders
+from tests.hf.test_loading import assert_loaders_give_the_training_segmentation
 
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe", "tiktoken")
 VOCAB_SIZE, TRANSITION = 1200, 800
@@ -61,13 +60,7 @@ def test_stage_one_is_plain_training_and_the_directory_says_so(superword) -> Non
 def test_every_loader_gives_the_training_segmentation(superword) -> None:
     work, corpus, out = superword
     documents = corpus.read_text(encoding="utf-8").split(EOT)
-    ids = ids_in_loaders(LOADERS, out, [EOT], documents, work)
-    for name, got in ids.items():
-        assert got == ids["tokenizers"], f"{name} differs from tokenizers"
-    trained = np.load(out / "token_counts.npy")
-    encoded = np.bincount(np.concatenate([np.array(document_ids, dtype=np.int64) for document_ids in ids["auto"]]),
-                          minlength=len(trained))
-    assert encoded.tolist() == trained.tolist()
+    assert_loaders_give_the_training_segmentation(LOADERS, out, [EOT], documents, work)
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -143,6 +144,20 @@ def ids_in_loaders(names: tuple[str, ...], directory: Path, special_tokens: list
     finally:
         for loader in loaders.values():
             loader.close()
+
+
+def assert_loaders_give_the_training_segmentation(names: tuple[str, ...], directory: Path, special_tokens: list[str],
+                                                  documents: list[str], tmp: Path) -> np.ndarray:
+    """Every named loader gives the same ids for the training documents, and their token counts are the directory's
+    `token_counts.npy` (the merge loop's final segmentation of the corpus, as training recorded it); returns them."""
+    ids = ids_in_loaders(names, directory, special_tokens, documents, tmp)
+    for name, got in ids.items():
+        assert got == ids["tokenizers"], f"{name} differs from tokenizers"
+    trained = np.load(directory / "token_counts.npy")
+    every_id = np.concatenate([np.array(document_ids, dtype=np.int64) for document_ids in ids["tokenizers"]])
+    encoded = np.bincount(every_id, minlength=len(trained))
+    assert encoded.tolist() == trained.tolist()
+    return encoded
 
 
 @pytest.fixture(scope="module")
