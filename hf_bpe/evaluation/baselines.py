@@ -7,12 +7,15 @@ A tokenizer is named on the command line by one of:
 - `gpt2`: GPT-2's tokenizer, from a copy of its `vocab.json` and `merges.txt` shipped in this package
   (`hf_bpe/evaluation/gpt2_files`, 1.5 MB), so that it works offline;
 - `cl100k=PATH` or `o200k=PATH`: GPT-4's or GPT-4o's tokenizer from its tiktoken file, which the user gives
-  (`cl100k_base.tiktoken`, `o200k_base.tiktoken`), with tiktoken's pattern and special tokens; hf_bpe never
-  downloads anything. A path to a file named `cl100k_base*.tiktoken` or `o200k_base*.tiktoken` works too;
+  (`cl100k_base.tiktoken`, `o200k_base.tiktoken`), with tiktoken's pattern and special tokens, encoded by tiktoken
+  (hf_bpe.evaluation.tiktoken_engine; `pip install tiktoken`); hf_bpe never downloads anything. A path to a file
+  named `cl100k_base*.tiktoken` or `o200k_base*.tiktoken` works too;
 - a baseline directory: any HuggingFace tokenizer directory (its `tokenizer.json`: Qwen's, Llama 3's, ...),
   encoded by the `tokenizers` library itself (hf_bpe.evaluation.hf_tokenizers).
 
-Each `NamedTokenizer` says which engine encodes it (`engine`): "hf_bpe" (hf_bpe's encoder) or "tokenizers".
+Each `NamedTokenizer` says which engine encodes it (`engine`): "hf_bpe" (hf_bpe's encoder: its own directories
+and `gpt2`, whose vocab.json and merges.txt are the GPT-2 format hf_bpe reads and encodes exactly), "tokenizers" or
+"tiktoken".
 `hf-bpe show DIR` (`resolve_tokenizer`) encodes with hf_bpe a directory that hf_bpe reads exactly, and any other
 directory with a `tokenizer.json` with `tokenizers`.
 
@@ -56,7 +59,8 @@ class NamedTokenizer:
 
     @property
     def engine(self) -> str:
-        """The library that encodes it: "hf_bpe", or "tokenizers" for another model's tokenizer.json."""
+        """The library that encodes it: "hf_bpe", "tokenizers" for another model's tokenizer.json, or "tiktoken" for a
+        rank file."""
         return getattr(self.tokenizer, "engine", "hf_bpe")
 
 
@@ -132,13 +136,13 @@ def resolve_baseline(spec: str) -> NamedTokenizer:
 
 
 def _tiktoken_baseline(name: str, path: Path) -> NamedTokenizer:
-    """cl100k or o200k from its tiktoken file, with tiktoken's pattern and special tokens."""
-    from hf_bpe.encode.tokenizer import Tokenizer
+    """cl100k or o200k from its tiktoken file, with tiktoken's pattern and special tokens, encoded by tiktoken."""
+    from hf_bpe.evaluation.tiktoken_engine import TiktokenEngine, require_tiktoken
 
+    require_tiktoken()  # before reading anything
     if not path.is_file():
         raise InputError(f"{path}: no such file (the tiktoken file of {name})")
-    tokenizer = Tokenizer.from_tiktoken(path, pattern=name, special_tokens=TIKTOKEN_SPECIAL_TOKENS[name])
-    return NamedTokenizer(name, tokenizer, is_baseline=True)
+    return NamedTokenizer(name, TiktokenEngine(name, path, TIKTOKEN_SPECIAL_TOKENS[name]), is_baseline=True)
 
 
 def directory_name(spec: str) -> str:
