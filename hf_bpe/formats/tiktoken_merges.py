@@ -221,12 +221,16 @@ def _join_band(substrings: _Substrings, tokens: np.ndarray, byte_index: np.ndarr
     dtype = np.int32 if count < 2**31 - 1 else np.int64
     columns = np.arange(width)
     inside = columns < sizes[:, None]
-    parts = np.full((tokens.size, width), -1, dtype=dtype)
-    parts[inside] = byte_index[substrings.data[(substrings.starts[tokens, None] + columns)[inside]]]
-    pairs = np.full((tokens.size, width), count, dtype=dtype)  # pairs[r, c]: the pair whose left part is at c
-    two_bytes = columns[:-1] < sizes[:, None] - 1
-    row, column = np.nonzero(two_bytes)
-    pairs[row, column] = substrings.find(tokens[row], column, column + 2, count)
+    raw = np.zeros((tokens.size, width), dtype=np.intp)
+    raw[inside] = substrings.data[(substrings.starts[tokens, None] + columns)[inside]]
+    parts = np.where(inside, byte_index[raw], -1).astype(dtype)
+    # pairs[r, c]: the pair whose left part is at c; at first the two-byte tokens, found by their two bytes.
+    two_bytes = np.full(1 << 16, count, dtype=dtype)
+    pair_tokens = np.flatnonzero(substrings.lengths == 2)
+    pair_starts = substrings.starts[pair_tokens]
+    two_bytes[(substrings.data[pair_starts].astype(np.intp) << 8) | substrings.data[pair_starts + 1]] = pair_tokens
+    pairs = np.full((tokens.size, width), count, dtype=dtype)
+    pairs[:, :-1] = np.where(columns[:-1] < sizes[:, None] - 1, two_bytes[(raw[:, :-1] << 8) | raw[:, 1:]], count)
     following = np.tile(np.arange(1, width + 1, dtype=np.int32), (tokens.size, 1))
     preceding = np.tile(np.arange(-1, width - 1, dtype=np.int32), (tokens.size, 1))
     live = sizes.copy()
