@@ -35,7 +35,6 @@ import binascii
 import os
 import re
 from collections.abc import Mapping, Sequence
-from itertools import repeat
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError
@@ -45,9 +44,9 @@ from hf_bpe.pretokenize import validate_special_tokens
 
 #: The largest rank (token id) accepted: tiktoken's ranks are 32-bit, and hf_bpe's id arrays keep 2**32 - 1 apart.
 MAX_RANK = 2**32 - 2
-# The characters of base64 tokens and the space between them, and padding that does not end a token.
-_BASE64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= "
-_PADDING_INSIDE = re.compile(rb"=[^= ]|===")
+# A file laid out as tiktoken's are: lines of a base64 token, one space and a rank (CRLF too), the last line feed
+# optional.
+_CANONICAL = re.compile(rb"(?:[A-Za-z0-9+/]+={0,2} [0-9]+\r?\n)*+(?:[A-Za-z0-9+/]+={0,2} [0-9]+\r?)?+")
 # Missing bytes named in an error message, at most.
 _NAMED_BYTES = 8
 
@@ -109,17 +108,14 @@ def _read_canonical(data: bytes) -> tuple[dict[bytes, int], dict[int, int]] | No
     """`_read_ranks` of a file laid out as tiktoken's own are (each line a base64 token, one space, a rank, a line
     feed; no blank line) and valid, with C-level calls over all lines at once; None for any other file, which the
     line-by-line reading then reads, or names the line of its first fault."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
+    # One pass of the regex engine checks the layout, the ranks' digits, and each token as b64decode(validate=True)
+    # checks it (the alphabet, then at most two "=" at the end; an empty token goes to the line-by-line reading).
+    if _CANONICAL.fullmatch(data) is None:
+        return None
     fields = data.split()
-    if (len(fields) != 2 * len(lines) or list(map(bytes.count, lines, repeat(b" "))).count(1) != len(lines)
-            or not b"".join(fields[1::2]).isdigit()):
+    if not fields:
         return None
-    encoded = b" ".join(fields[0::2]) + b" "
-    # As b64decode(validate=True) checks, for all tokens at once: the alphabet, and padding only at a token's end.
-    if encoded.translate(None, _BASE64_ALPHABET) or _PADDING_INSIDE.search(encoded):
-        return None
+    lines = range(len(fields) // 2)
     try:
         tokens = list(map(binascii.a2b_base64, fields[0::2]))
     except binascii.Error:
