@@ -278,3 +278,16 @@ def test_writing_cl100k_back_gives_the_same_file(cl100k: tuple[Tokenizer, tiktok
     out = write_tiktoken_file(tmp_path / "cl100k.tiktoken", tokenizer.vocab, tokenizer.merges,
                               tokenizer.special_tokens)
     assert hashlib.sha256(out.read_bytes()).hexdigest() == CL100K_SHA256
+
+
+@pytest.mark.parametrize("layout", ["lf", "crlf", "no final line feed", "crlf, no final line feed"])
+def test_the_one_pass_reading_reads_what_tiktoken_reads(tmp_path: Path, layout: str) -> None:
+    from hf_bpe.formats.tiktoken_files import _read_canonical
+
+    text = BYTES + "YWI= 256\nYWJj 257\nIGFiYw== 258\n"
+    text = text.replace("\n", "\r\n") if layout.startswith("crlf") else text
+    text = text.rstrip("\r\n") if "no final" in layout else text
+    path = tmp_path / "ranks.tiktoken"
+    path.write_bytes(text.encode())
+    assert _read_canonical(path.read_bytes()) is not None  # the one-pass reading, not the line by line one
+    assert read_tiktoken_ranks(path) == load_tiktoken_bpe(str(path))
