@@ -49,7 +49,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping
 from itertools import compress, repeat
-from operator import add, is_not, not_, sub
+from operator import add, eq, is_not, not_, sub
 
 import numpy as np
 
@@ -376,36 +376,40 @@ class FlatCorpus:
         left_char, right_char = pair
         left, right, new = ord(left_char), ord(right_char), ord(new_token)
         symbols, next_positions, previous_positions = self.symbols, self.next_positions, self.previous_positions
-        rights = next_positions[candidates]
-        valid = (symbols[candidates] == left) & (symbols[rights] == right)
-        # count_nonzero rather than .all() and .any(), which cost several times more on the small arrays most merges
-        # have; methods rather than numpy's Python-level wrappers (argsort, nonzero, searchsorted), for the same reason.
+        # Most numpy merges have a few hundred occurrences, where each numpy call's own cost is most of the time: so
+        # take/put rather than fancy indexing, count_nonzero rather than .all()/.any(), methods rather than numpy's
+        # Python-level wrappers (argsort, nonzero, searchsorted), and as few calls as the work allows.
+        rights = next_positions.take(candidates)
+        valid = (symbols.take(candidates) == left) & (symbols.take(rights) == right)
         if np.count_nonzero(valid) < len(valid):
             candidates, rights = candidates[valid], rights[valid]
+            if not len(candidates):
+                del self.pair_counts[pair]
+                return {}
         if left == right and len(candidates) > 1:  # a run of n overlapping occurrences merges its 1st, 3rd, ...
             kept = every_other_in_runs(candidates, next_positions)
             if len(kept) < len(candidates):
-                candidates, rights = kept, next_positions[kept]
-        lefts = previous_positions[candidates]
-        afters = next_positions[rights]
-        weights = self.frequencies[self.word_of[candidates]]
+                candidates, rights = kept, next_positions.take(kept)
+        lefts = previous_positions.take(candidates)
+        afters = next_positions.take(rights)
+        weights = self.frequencies.take(self.word_of.take(candidates))
         # Both sides' neighbours in one array, the left ones first, each with the position its new pair will have.
-        neighbours = np.concatenate((symbols[lefts], symbols[afters]))
+        neighbours = symbols.take(np.concatenate((lefts, afters)))
         positions = np.concatenate((lefts, candidates))
-        symbols[candidates] = new
-        symbols[rights] = DEAD
-        next_positions[candidates] = afters
-        previous_positions[afters] = candidates
+        symbols.put(candidates, new)
+        symbols.put(rights, DEAD)
+        next_positions.put(candidates, afters)
+        previous_positions.put(afters, candidates)
         count = len(candidates)
-        kept = neighbours >= 0  # not a separator
         pair_counts, index = self.pair_counts, self.index
         created: dict[str, int] = {}
         if count > 1:
             adjacent = afters[:-1] == candidates[1:]  # occurrence i ends right before occurrence i + 1
             if np.count_nonzero(adjacent):
-                # Between them, (right, left) is lost once and (new, new) made once, at occurrence i's position.
-                kept[count:-1] &= ~adjacent
-                kept[1:count] &= ~adjacent
+                # Between them, (right, left) is lost once and (new, new) made once, at occurrence i's position: the
+                # two neighbours there are left out as separators are.
+                neighbours[count:-1][adjacent] = SEPARATOR
+                neighbours[1:count][adjacent] = SEPARATOR
                 total = int(weights[:-1][adjacent].sum())
                 lost = right_char + left_char
                 if lost in pair_counts:  # else it was made below the floor: not counted
@@ -416,15 +420,25 @@ class FlatCorpus:
                     made = candidates[:-1][adjacent]
                     index[key] = made if len(made) > 1 else int(made[0])
         # Group the neighbours by side and symbol (the side in a high bit), with a stable sort: positions ascending.
+        # Unsigned, a separator (-1, all bits set) sorts after every neighbour, so the groups are a prefix.
         side_bit = 1 << 15 if new < 1 << 15 else 1 << 21
         neighbours[count:] |= side_bit
-        neighbours, positions = neighbours[kept], positions[kept]
-        if len(neighbours):
-            order = (neighbours.astype(np.uint16) if side_bit == 1 << 15 else neighbours).argsort(kind="stable")
-            neighbours, positions = neighbours[order], positions[order]
-            starts = np.concatenate(([True], neighbours[1:] != neighbours[:-1])).nonzero()[0]
-            sums = np.add.reduceat(np.concatenate((weights, weights))[kept][order], starts)
-            groups = neighbours[starts]
+        if side_bit == 1 << 15:
+            codes, separator = neighbours.astype(np.uint16), 0xFFFF
+        else:
+            codes, separator = neighbours.view(np.uint32), 0xFFFFFFFF
+        order = codes.argsort(kind="stable")
+        codes = codes.take(order)
+        live = int(codes.searchsorted(separator))
+        if live:
+            codes, order = codes[:live], order[:live]
+            positions = positions.take(order)
+            changes = np.empty(live, dtype=bool)
+            changes[0] = True
+            np.not_equal(codes[1:], codes[:-1], out=changes[1:])
+            starts = changes.nonzero()[0]
+            sums = np.add.reduceat(weights.take(order, mode="wrap"), starts)  # both sides: the weights twice
+            groups = codes.take(starts)
             on_left = int(groups.searchsorted(side_bit))
             chars = _chars(groups & (side_bit - 1))
             # Keys and counts by C-level maps: a merge may have thousands of distinct neighbours. A side's lost pairs
@@ -440,25 +454,27 @@ class FlatCorpus:
                 else:
                     pair_counts.update(zip(lost, map(sub, counts, lost_totals)))
             made_keys = [*map(add, chars[:on_left], repeat(new_token)), *map(add, repeat(new_token), chars[on_left:])]
-            stops = np.empty_like(starts)
-            stops[:-1], stops[-1] = starts[1:], len(positions)
+            # The index entries too by C-level maps over lists: a numpy call costs more than these on a few hundred.
+            firsts = positions.take(starts).tolist()
+            starts = starts.tolist()
+            stops = [*starts[1:], live]
             if self.floor:
                 at_floor = sums >= self.floor
                 if np.count_nonzero(at_floor) < len(at_floor):
                     kept_keys = at_floor.tolist()
                     made_keys, totals = list(compress(made_keys, kept_keys)), list(compress(totals, kept_keys))
-                    starts, stops = starts[at_floor], stops[at_floor]
+                    starts, stops = list(compress(starts, kept_keys)), list(compress(stops, kept_keys))
+                    firsts = list(compress(firsts, kept_keys))
             pair_counts.update(zip(made_keys, totals))
             created.update(zip(made_keys, totals))
-            single = stops - starts == 1
-            if np.count_nonzero(single) == len(single):
-                index.update(zip(made_keys, positions[starts].tolist()))
-            else:  # by C-level maps too: a merge may make thousands of pairs, each at a few positions
-                alone = single.tolist()
-                index.update(zip(compress(made_keys, alone), positions[starts[single]].tolist()))
-                several = ~single
-                index.update(zip(compress(made_keys, map(not_, alone)),
-                                 map(positions.__getitem__, map(slice, starts[several].tolist(),
-                                                                stops[several].tolist()))))
+            alone = list(map(eq, map(sub, stops, starts), repeat(1)))
+            if False in alone:
+                index.update(zip(compress(made_keys, alone), compress(firsts, alone)))
+                several = list(map(not_, alone))
+                index.update(zip(compress(made_keys, several),
+                                 map(positions.__getitem__, map(slice, compress(starts, several),
+                                                                compress(stops, several)))))
+            else:
+                index.update(zip(made_keys, firsts))
         del pair_counts[pair]
         return created
