@@ -164,11 +164,11 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
     for token_id, token in base.vocab.items():
         token_bytes[token_id] = token
     pieces, lengths, frequencies = [], [], []
-    items = iter(counts.items())
-    while chunk := list(islice(items, SEGMENT_BATCH)):
+    words, counted = iter(counts), iter(counts.values())  # in step: no (word, count) tuples to make and take apart
+    while chunk := list(islice(words, SEGMENT_BATCH)):
         try:
-            packed = base.merge_pretoken_bytes([word for word, _ in chunk])
-            chunk_frequencies = np.array([count for _, count in chunk], dtype=np.int64)
+            packed = base.merge_pretoken_bytes(chunk)
+            chunk_frequencies = np.fromiter(islice(counted, len(chunk)), dtype=np.int64, count=len(chunk))
         except OverflowError:
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits") from None
         sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // ID_DTYPE.itemsize
