@@ -73,13 +73,9 @@ def gpt2_tokenizer() -> Any:
 
 def load_directory_tokenizer(directory: str | os.PathLike[str]) -> Any:
     """The `hf_bpe.Tokenizer` of a saved tokenizer directory (InputError naming the file if it is not one)."""
-    from hf_bpe.encode.tokenizer import Tokenizer
-    from hf_bpe.formats.hf_directory import load_tokenizer_directory, read_directory_ignore_merges
+    from hf_bpe.encode.directory import load_directory_tokenizer as load  # imported when needed: start-up stays light
 
-    loaded = load_tokenizer_directory(directory)
-    vocab, merges, special_tokens = loaded
-    return Tokenizer(vocab, merges, special_tokens, pattern=loaded.pattern,
-                     ignore_merges=read_directory_ignore_merges(directory))  # a converted tiktoken file
+    return load(directory)
 
 
 def resolve_directory(directory: str) -> NamedTokenizer:

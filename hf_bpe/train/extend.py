@@ -41,9 +41,9 @@ import numpy as np
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
 from hf_bpe.encode.cache import ID_DTYPE
+from hf_bpe.encode.directory import load_directory_tokenizer
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
-from hf_bpe.formats.hf_directory import load_tokenizer_directory, read_directory_ignore_merges
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
@@ -67,10 +67,7 @@ def load_base(base: Tokenizer | PathArg) -> Tokenizer:
     if not directory.is_dir():
         raise InputError(f"{directory}: not a tokenizer directory")
     if (directory / "tokenizer.json").is_file() or not (directory / "vocab.json").is_file():
-        loaded = load_tokenizer_directory(directory)
-        vocab, merges, special_tokens = loaded
-        return Tokenizer(vocab, merges, special_tokens, pattern=loaded.pattern,
-                         ignore_merges=read_directory_ignore_merges(directory))
+        return load_directory_tokenizer(directory)
     vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
     if not merges_path.is_file():
         raise InputError(f"{merges_path}: no such file (a base tokenizer directory needs vocab.json and merges.txt)")
