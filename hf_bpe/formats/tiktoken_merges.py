@@ -109,7 +109,7 @@ def derive_merges(ranks: Mapping[bytes, int]) -> RankMerges:
     byte_index[data[starts[singles]]] = singles
     if (byte_index < 0).any():
         raise ValueError("the ranks have no token for some single bytes (a tiktoken file has all 256)")
-    left, right = _last_joins(_Substrings(data, starts, lengths), byte_index)
+    left, right = _last_joins(data, starts, lengths, byte_index)
     joined = np.flatnonzero(left >= 0)
     lefts, rights = left[joined], right[joined]
     merges = zip(map(tokens.__getitem__, lefts.tolist()), map(tokens.__getitem__, rights.tolist()))
@@ -190,12 +190,14 @@ def _equal_bytes(data: np.ndarray, first: np.ndarray, second: np.ndarray, sizes:
     return np.bincount(np.repeat(np.arange(sizes.size), sizes)[wrong], minlength=sizes.size) == 0
 
 
-def _last_joins(substrings: _Substrings, byte_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _last_joins(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, byte_index: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
     """For each token, the two parts at which tiktoken's procedure on its own bytes arrives (-1, -1 where it stops
-    at three parts or more, and for single bytes)."""
-    lengths = substrings.lengths
+    at three parts or more, and for single bytes). Bands of lengths go shortest first, so that the merges of all
+    tokens shorter than `_EXACT_BANDS` are known when a longer one needs them (`_Pairs`)."""
     left = np.full(lengths.size, -1, dtype=np.int64)
     right = np.full(lengths.size, -1, dtype=np.int64)
+    pairs = _Pairs(data, starts, lengths)
     low = 2
     while low <= lengths.max(initial=0):
         high = low + 1 if low < _EXACT_BANDS else 2 * low
@@ -203,32 +205,75 @@ def _last_joins(substrings: _Substrings, byte_index: np.ndarray) -> tuple[np.nda
             high = int(lengths.max()) + 1  # the few long ones: their steps cost more than their padding
         rows = np.flatnonzero((lengths >= low) & (lengths < high))
         if rows.size:
-            _join_band(substrings, rows, byte_index, left, right)
+            _join_band(pairs, rows, byte_index, left, right)
+            if low < _EXACT_BANDS:
+                pairs.add(rows, left[rows], right[rows])
         low = high
     return left, right
 
 
-def _join_band(substrings: _Substrings, tokens: np.ndarray, byte_index: np.ndarray, left: np.ndarray,
+class _Pairs:
+    """Which token, if any, two adjacent parts of tiktoken's procedure make: `find`.
+
+    By the module docstring's argument, when parts X and Y are adjacent in the procedure on a token and XY is a
+    token Z, the procedure on Z's own bytes arrives at X, Y: (X, Y) is Z's merge. So a pair of parts shorter than
+    the token is looked up by the ids of its parts among the merges of shorter tokens, known by then (an `IntTable`
+    keyed left * count + right, filled one length at a time: `add`). Pairs of `_EXACT_BANDS` bytes or more, in the
+    bands of long tokens where shorter tokens of the same band are still underway, are looked up by their bytes
+    among the long tokens (`_Substrings`)."""
+
+    def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+        self.data, self.starts, self.lengths = data, starts, lengths
+        self.count = count = len(lengths)
+        self.merges = IntTable(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), missing=count,
+                               capacity=count)
+        self.long = np.flatnonzero(lengths >= _EXACT_BANDS)
+        self._long_substrings: _Substrings | None = None
+
+    def add(self, tokens: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
+        """Take the merges (left[i], right[i]) of `tokens` (-1: none)."""
+        merged = np.flatnonzero(left >= 0)
+        self.merges.insert(left[merged] * self.count + right[merged], tokens[merged])
+
+    def find(self, tokens: np.ndarray, begin: np.ndarray, end: np.ndarray, left: np.ndarray, right: np.ndarray
+             ) -> np.ndarray:
+        """The index of the token that is tokens[i][begin[i]:end[i]], made of the adjacent parts left[i] and
+        right[i] of the procedure on tokens[i], else `count`."""
+        found = self.merges.lookup(left.astype(np.int64) * self.count + right)
+        wide = np.flatnonzero(end - begin >= _EXACT_BANDS)
+        if wide.size:
+            if self._long_substrings is None:
+                offsets = np.arange(int(self.lengths[self.long].sum())) - np.repeat(
+                    np.cumsum(self.lengths[self.long]) - self.lengths[self.long], self.lengths[self.long])
+                self._long_substrings = _Substrings(
+                    self.data[np.repeat(self.starts[self.long], self.lengths[self.long]) + offsets],
+                    np.cumsum(self.lengths[self.long]) - self.lengths[self.long], self.lengths[self.long])
+            hit = self._long_substrings.find(np.searchsorted(self.long, tokens[wide]), begin[wide], end[wide], -1)
+            found[wide] = np.where(hit >= 0, self.long[hit], self.count)
+        return found
+
+
+def _join_band(lookup: _Pairs, tokens: np.ndarray, byte_index: np.ndarray, left: np.ndarray,
                right: np.ndarray) -> None:
     """tiktoken's procedure on `tokens`, all at once, one row of a matrix each: set left[t], right[t] to the parts of
     token t once two are left. A part stays in the column of its first byte, so a column is an offset in the token:
     a pair is the substring from its left part's column to the column after its right part. A joined pair leaves a
     hole at its right part; each part links to the next and the previous part. Rows of shorter tokens are padded;
     rows that are done (two parts, or stuck) are dropped once they are half of the matrix."""
-    count = len(substrings.lengths)
-    sizes = substrings.lengths[tokens]
+    count = len(lookup.lengths)
+    sizes = lookup.lengths[tokens]
     width = int(sizes.max())
     dtype = np.int32 if count < 2**31 - 1 else np.int64
     columns = np.arange(width)
     inside = columns < sizes[:, None]
     raw = np.zeros((tokens.size, width), dtype=np.intp)
-    raw[inside] = substrings.data[(substrings.starts[tokens, None] + columns)[inside]]
+    raw[inside] = lookup.data[(lookup.starts[tokens, None] + columns)[inside]]
     parts = np.where(inside, byte_index[raw], -1).astype(dtype)
     # pairs[r, c]: the pair whose left part is at c; at first the two-byte tokens, found by their two bytes.
     two_bytes = np.full(1 << 16, count, dtype=dtype)
-    pair_tokens = np.flatnonzero(substrings.lengths == 2)
-    pair_starts = substrings.starts[pair_tokens]
-    two_bytes[(substrings.data[pair_starts].astype(np.intp) << 8) | substrings.data[pair_starts + 1]] = pair_tokens
+    pair_tokens = np.flatnonzero(lookup.lengths == 2)
+    pair_starts = lookup.starts[pair_tokens]
+    two_bytes[(lookup.data[pair_starts].astype(np.intp) << 8) | lookup.data[pair_starts + 1]] = pair_tokens
     pairs = np.full((tokens.size, width), count, dtype=dtype)
     pairs[:, :-1] = np.where(columns[:-1] < sizes[:, None] - 1, two_bytes[(raw[:, :-1] << 8) | raw[:, 1:]], count)
     following = np.tile(np.arange(1, width + 1, dtype=np.int32), (tokens.size, 1))
@@ -266,11 +311,13 @@ def _join_band(substrings: _Substrings, tokens: np.ndarray, byte_index: np.ndarr
         more = live[row] > 2
         joined = np.full(row.size, count, dtype=dtype)
         ahead = ahead[more[ahead]]
-        joined[ahead] = substrings.find(tokens[row[ahead]], at[ahead], following[row[ahead], after[ahead]], count)
+        joined[ahead] = lookup.find(tokens[row[ahead]], at[ahead], following[row[ahead], after[ahead]],
+                                        lowest[ahead], parts[row[ahead], after[ahead]])
         pairs[row, at] = joined
         before = preceding[row, at]
         behind = np.flatnonzero((before >= 0) & more)
-        pairs[row[behind], before[behind]] = substrings.find(tokens[row[behind]], before[behind], after[behind], count)
+        pairs[row[behind], before[behind]] = lookup.find(tokens[row[behind]], before[behind], after[behind],
+                                                             parts[row[behind], before[behind]], lowest[behind])
 
 
 __all__ = ["DerivedMerges", "RankMerges", "derive_merges"]

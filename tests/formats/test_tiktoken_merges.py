@@ -100,13 +100,28 @@ def test_plain_merge_files_encode_like_tiktoken(tmp_path_factory: pytest.TempPat
     assert_encodes_like_tiktoken(ranks, tmp_path_factory.mktemp("merged") / "merged.tiktoken", texts)
 
 
-@SETTINGS
-@given(any_ranks() | merged_ranks())
-@example({**BYTE_RANKS, b":.": 256, b".:": 257, b".:.:": 258, b".:.": 259})
-def test_each_token_gets_the_last_join_of_tiktokens_procedure(ranks: dict[bytes, int]) -> None:
-    """The plain definition: tiktoken's procedure on the token's bytes, each step re-reading every pair's rank, and
+@st.composite
+def long_ranks(draw: st.DrawFn) -> dict[bytes, int]:
+    """Tokens of up to 40 bytes over two letters, joins of earlier ones, then some ranks swapped: they fill the bands
+    of long tokens, where pairs of 16 bytes or more are found by their bytes, shorter ones by their parts' ids."""
+    rng = draw(st.randoms(use_true_random=False))
+    tokens = list(BYTE_RANKS)
+    pool = [b"a", b"b"]
+    for _ in range(draw(st.integers(0, 120))):
+        token = rng.choice(pool) + rng.choice(pool)
+        if token not in tokens and len(token) <= 40:
+            tokens.append(token)
+            pool.append(token)
+    for _ in range(draw(st.integers(0, 20))):
+        first, second = rng.randrange(256, len(tokens) + 1), rng.randrange(256, len(tokens) + 1)
+        if max(first, second) < len(tokens):
+            tokens[first], tokens[second] = tokens[second], tokens[first]
+    return {token: rank for rank, token in enumerate(tokens)}
+
+
+def plain_last_joins(ranks: dict[bytes, int]) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """The plain definition: tiktoken's procedure on each token's bytes, each step re-reading every pair's rank, and
     the step that makes the token is the merge (none if it never does)."""
-    merges, unreachable = derive_merges(ranks)
     expected_merges, expected_unreachable = [], []
     for token in sorted(ranks, key=ranks.__getitem__):
         if len(token) == 1:
@@ -124,7 +139,23 @@ def test_each_token_gets_the_last_join_of_tiktokens_procedure(ranks: dict[bytes,
             expected_merges.append((parts[0], parts[1]))
         else:
             expected_unreachable.append(token)
-    assert merges == expected_merges and unreachable == expected_unreachable
+    return expected_merges, expected_unreachable
+
+
+@SETTINGS
+@given(any_ranks() | merged_ranks() | long_ranks())
+@example({**BYTE_RANKS, b":.": 256, b".:": 257, b".:.:": 258, b".:.": 259})
+def test_each_token_gets_the_last_join_of_tiktokens_procedure(ranks: dict[bytes, int]) -> None:
+    merges, unreachable = derive_merges(ranks)
+    assert (merges, unreachable) == plain_last_joins(ranks)
+
+
+def test_cl100k_and_its_perturbation_get_the_last_joins_of_tiktokens_procedure(
+        perturbed_cl100k: tuple[Path, dict[bytes, int]]) -> None:
+    """Every length and band of a real file (tokens up to 128 bytes), and thousands of higher-ranked parts."""
+    for ranks in (read_tiktoken_ranks(cl100k_file()), perturbed_cl100k[1]):
+        merges, unreachable = derive_merges(ranks)
+        assert (merges, unreachable) == plain_last_joins(ranks)
 
 
 def test_llama3_dot_colon_is_reached_through_a_higher_ranked_part(tmp_path: Path) -> None:
