@@ -34,7 +34,7 @@ import base64
 import binascii
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError
@@ -60,8 +60,8 @@ def read_tiktoken_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
     return _read_ranks(path)[0]
 
 
-def _read_ranks(path: str | os.PathLike[str]) -> tuple[dict[bytes, int], dict[int, int]]:
-    """(token -> rank, rank -> 1-based line number) of a `.tiktoken` file; see `read_tiktoken_ranks`."""
+def _read_ranks(path: str | os.PathLike[str]) -> tuple[dict[bytes, int], Callable[[int], int]]:
+    """(token -> rank, the 1-based line number of a rank) of a `.tiktoken` file; see `read_tiktoken_ranks`."""
     name = os.fspath(path)
     data = read_small_bytes(path, expected="a .tiktoken file")
     canonical = _read_canonical(data)
@@ -101,10 +101,10 @@ def _read_ranks(path: str | os.PathLike[str]) -> tuple[dict[bytes, int], dict[in
     if missing:
         raise InputError(f"{name}: no token for {_describe_bytes(missing)}: a .tiktoken file has a token for each "
                          f"of the 256 single bytes")
-    return ranks, line_of_rank
+    return ranks, line_of_rank.__getitem__
 
 
-def _read_canonical(data: bytes) -> tuple[dict[bytes, int], dict[int, int]] | None:
+def _read_canonical(data: bytes) -> tuple[dict[bytes, int], Callable[[int], int]] | None:
     """`_read_ranks` of a file laid out as tiktoken's own are (each line a base64 token, one space, a rank, a line
     feed; no blank line) and valid, with C-level calls over all lines at once; None for any other file, which the
     line-by-line reading then reads, or names the line of its first fault."""
@@ -122,11 +122,14 @@ def _read_canonical(data: bytes) -> tuple[dict[bytes, int], dict[int, int]] | No
         return None
     rank_list = list(map(int, fields[1::2]))
     ranks = dict(zip(tokens, rank_list))
-    line_of_rank = dict(zip(rank_list, range(1, len(lines) + 1)))
-    if (len(ranks) != len(lines) or len(line_of_rank) != len(lines) or max(rank_list) > MAX_RANK
+    if (len(ranks) != len(lines) or len(set(rank_list)) != len(lines) or max(rank_list) > MAX_RANK
             or not min(map(len, tokens)) or any(bytes([byte]) not in ranks for byte in range(256))):
         return None
-    return ranks, line_of_rank
+
+    def line_of(rank: int) -> int:  # needed only to name a line in an error: no table of 200,000 lines before
+        return rank_list.index(rank) + 1
+
+    return ranks, line_of
 
 
 def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int] | None = None
@@ -141,7 +144,7 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
     Raises InputError naming the file (and the line) for a malformed file, and for a special token whose id is a rank
     of the file or whose text is one of its tokens.
     """
-    ranks, line_of_rank = _read_ranks(path)
+    ranks, line_of = _read_ranks(path)
     merges = derive_merges(ranks).merges
     vocab = dict(zip(ranks.values(), ranks))
     specials = dict(special_tokens or {})
@@ -153,10 +156,10 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
         encoded = special.encode("utf-8")
         if encoded in ranks:
             raise InputError(f"special token {special!r}: {os.fspath(path)} has it as an ordinary token (line "
-                             f"{line_of_rank[ranks[encoded]]}, rank {ranks[encoded]})")
-        if token_id in line_of_rank:
+                             f"{line_of(ranks[encoded])}, rank {ranks[encoded]})")
+        if ranks.get(vocab.get(token_id, b"")) == token_id:  # an ordinary token's rank (not another special's id)
             raise InputError(f"special token {special!r}: its id {token_id} is already the rank of "
-                             f"{vocab[token_id]!r} in {os.fspath(path)} (line {line_of_rank[token_id]})")
+                             f"{vocab[token_id]!r} in {os.fspath(path)} (line {line_of(token_id)})")
         vocab.setdefault(token_id, encoded)  # a shared id holds the first of its special tokens
     return vocab, merges, dict(sorted(specials.items(), key=lambda item: item[1]))
 

@@ -20,13 +20,16 @@ ignore_merges=True)` do. transformers' `TikTokenConverter` lists every split of 
 as merges.txt): by the same argument the extra splits are never used, and give the same ids.
 
 How (`derive_merges`): tiktoken's procedure on all tokens at once in numpy, each stopped when two parts are left.
-The tokens of one length (of a band of lengths, for long ones, padded) are the rows of a matrix; a part stays in
-the column of its first byte, so a pair of parts is the substring from the left part's column to the end of the
-right part. Each step joins, in every row, the leftmost lowest pair (one `argmin` over the matrix) and looks up the
-two pairs beside it. Which token a substring is, if any, is found by its key in a hash table of the tokens' keys
-(`hf_bpe.common.int_table`): up to 7 bytes the key is the string's value in base 257, longer ones are hashed from a
-cumulative sum over the tokens' bytes and every hit is checked byte by byte, so the result is exact whatever the
-hashes do.
+The tokens of one length (of a band of lengths, for long ones, padded) are the rows of a matrix, shortest first; a
+part stays in the column of its first byte, so a pair of parts is the substring from the left part's column to the
+end of the right part. Each step joins, in every row, the leftmost lowest pair (one `argmin` over the matrix) and
+looks up the two pairs beside it. Which token two adjacent parts X, Y make, if any, needs no look at their bytes: by
+the argument above, if XY is a token Z, then (X, Y) is Z's merge, derived already since Z is shorter. So the pair is
+looked up by its parts' ids among the merges found so far (`hf_bpe.common.int_table`, filled one length at a time).
+Only in the bands of long tokens, where a pair may be a token of the same band still underway, pairs of 16 bytes or
+more are found by their bytes: a substring's key is its value in base 257 up to 7 bytes, else a hash from a
+cumulative sum over the long tokens' bytes, and every hit of a hash is checked byte by byte, so the result is exact
+whatever the hashes do.
 
 >>> ranks = {bytes([byte]): byte for byte in range(256)}  # "a" 97, "b" 98, "c" 99, "d" 100
 >>> derive_merges(ranks | {b"bc": 256, b"ab": 257, b"abc": 258, b"cab": 259})
@@ -225,8 +228,13 @@ class _Pairs:
     def __init__(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
         self.data, self.starts, self.lengths = data, starts, lengths
         self.count = count = len(lengths)
+        self.dtype = np.int32 if count < 2**31 - 1 else np.int64
         self.merges = IntTable(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), missing=count,
-                               capacity=count)
+                               dtype=self.dtype, capacity=count)
+        # The first pairs of each band, every two adjacent bytes: the two-byte tokens, by their two bytes.
+        self.two_bytes = np.full(1 << 16, count, dtype=self.dtype)
+        pair_starts = starts[lengths == 2]
+        self.two_bytes[(data[pair_starts].astype(np.intp) << 8) | data[pair_starts + 1]] = np.flatnonzero(lengths == 2)
         self.long = np.flatnonzero(lengths >= _EXACT_BANDS)
         self._long_substrings: _Substrings | None = None
 
@@ -235,11 +243,15 @@ class _Pairs:
         merged = np.flatnonzero(left >= 0)
         self.merges.insert(left[merged] * self.count + right[merged], tokens[merged])
 
-    def find(self, tokens: np.ndarray, begin: np.ndarray, end: np.ndarray, left: np.ndarray, right: np.ndarray
-             ) -> np.ndarray:
-        """The index of the token that is tokens[i][begin[i]:end[i]], made of the adjacent parts left[i] and
-        right[i] of the procedure on tokens[i], else `count`."""
+    def find(self, left: np.ndarray, right: np.ndarray,
+             span: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> np.ndarray:
+        """The index of the token that adjacent parts left[i] and right[i] of the procedure on a token make, else
+        `count`. `span`: (tokens, begin, end), the pairs as tokens[i][begin[i]:end[i]], where some may be as long as
+        `_EXACT_BANDS` (None: all are shorter)."""
         found = self.merges.lookup(left.astype(np.int64) * self.count + right)
+        if span is None:
+            return found
+        tokens, begin, end = span
         wide = np.flatnonzero(end - begin >= _EXACT_BANDS)
         if wide.size:
             if self._long_substrings is None:
@@ -259,65 +271,88 @@ def _join_band(lookup: _Pairs, tokens: np.ndarray, byte_index: np.ndarray, left:
     token t once two are left. A part stays in the column of its first byte, so a column is an offset in the token:
     a pair is the substring from its left part's column to the column after its right part. A joined pair leaves a
     hole at its right part; each part links to the next and the previous part. Rows of shorter tokens are padded;
-    rows that are done (two parts, or stuck) are dropped once they are half of the matrix."""
+    rows that are done (two parts, or stuck) are dropped once they are half of the matrix. Cells are read and
+    written through flat indices (row * width + column), cheaper in numpy than pairs of index arrays."""
     count = len(lookup.lengths)
     sizes = lookup.lengths[tokens]
     width = int(sizes.max())
-    dtype = np.int32 if count < 2**31 - 1 else np.int64
+    wide = width > _EXACT_BANDS  # pairs of `_EXACT_BANDS` bytes or more are found by their bytes
     columns = np.arange(width)
     inside = columns < sizes[:, None]
     raw = np.zeros((tokens.size, width), dtype=np.intp)
     raw[inside] = lookup.data[(lookup.starts[tokens, None] + columns)[inside]]
-    parts = np.where(inside, byte_index[raw], -1).astype(dtype)
-    # pairs[r, c]: the pair whose left part is at c; at first the two-byte tokens, found by their two bytes.
-    two_bytes = np.full(1 << 16, count, dtype=dtype)
-    pair_tokens = np.flatnonzero(lookup.lengths == 2)
-    pair_starts = lookup.starts[pair_tokens]
-    two_bytes[(lookup.data[pair_starts].astype(np.intp) << 8) | lookup.data[pair_starts + 1]] = pair_tokens
-    pairs = np.full((tokens.size, width), count, dtype=dtype)
-    pairs[:, :-1] = np.where(columns[:-1] < sizes[:, None] - 1, two_bytes[(raw[:, :-1] << 8) | raw[:, 1:]], count)
-    following = np.tile(np.arange(1, width + 1, dtype=np.int32), (tokens.size, 1))
-    preceding = np.tile(np.arange(-1, width - 1, dtype=np.int32), (tokens.size, 1))
+    parts = np.where(inside, byte_index[raw], -1).astype(lookup.dtype)
+    # pairs[r, c]: the pair whose left part is at c; at first the two-byte tokens.
+    pairs = np.full((tokens.size, width), count, dtype=lookup.dtype)
+    pairs[:, :-1] = np.where(columns[:-1] < sizes[:, None] - 1, lookup.two_bytes[(raw[:, :-1] << 8) | raw[:, 1:]],
+                             count)
+    following = np.tile(np.arange(1, width + 1, dtype=np.intp), (tokens.size, 1))
+    preceding = np.tile(np.arange(-1, width - 1, dtype=np.intp), (tokens.size, 1))
     live = sizes.copy()
+    # In a band of one length, the rows still going all have as many parts (`left_in_all`): no arrays for that.
+    left_in_all = width if bool((sizes == width).all()) else 0
     going = np.ones(tokens.size, dtype=bool)
+    starts = np.arange(0, tokens.size * width, width)  # of each row in the flat matrices
     while True:
-        two = np.flatnonzero(going & (live == 2))
-        if two.size:  # column 0 is always a part's start
+        two = np.flatnonzero(going & (live == 2)) if not left_in_all else (
+            np.flatnonzero(going) if left_in_all == 2 else None)
+        if two is not None and two.size:  # column 0 is always a part's start
             left[tokens[two]] = parts[two, 0]
-            right[tokens[two]] = parts[two, following[two, 0]]
+            right[tokens[two]] = parts.reshape(-1)[starts[two] + following[two, 0]]
             going[two] = False
         at = pairs.argmin(axis=1)
-        lowest = pairs[np.arange(tokens.size), at]
+        cell = starts + at
+        lowest = pairs.reshape(-1)[cell]
         going &= lowest < count  # the others are stuck at three parts or more: no merge
         if not going.any():
             return
-        if np.count_nonzero(going) * 2 < tokens.size:
+        if going.all():
+            row, row_starts = None, starts
+        elif np.count_nonzero(going) * 2 < tokens.size:
             tokens, sizes, parts, pairs, following, preceding, live, at, lowest = (
                 array[going] for array in (tokens, sizes, parts, pairs, following, preceding, live, at, lowest))
             going = np.ones(tokens.size, dtype=bool)
-            row = np.arange(tokens.size)
+            row, starts = None, np.arange(0, tokens.size * width, width)
+            row_starts, cell = starts, starts + at
         else:
             row = np.flatnonzero(going)
-            at, lowest = at[row], lowest[row]
-        gone = following[row, at]
-        parts[row, at] = lowest
-        pairs[row, gone] = count
-        after = following[row, gone]  # the joined part is the substring [at, after)
-        following[row, at] = after
-        live[row] -= 1
-        ahead = np.flatnonzero(after < sizes[row])
-        preceding[row[ahead], after[ahead]] = at[ahead]
+            at, lowest, cell, row_starts = at[row], lowest[row], cell[row], starts[row]
+        row_tokens = tokens if row is None else tokens[row]
+        flat_parts, flat_pairs = parts.reshape(-1), pairs.reshape(-1)
+        flat_following, flat_preceding = following.reshape(-1), preceding.reshape(-1)
+        gone = row_starts + flat_following[cell]
+        flat_parts[cell] = lowest
+        flat_pairs[gone] = count
+        after = flat_following[gone]  # the joined part is the substring [at, after)
+        flat_following[cell] = after
+        if left_in_all:
+            left_in_all -= 1
+            ahead = np.flatnonzero(after < width)
+            more: np.ndarray | bool = left_in_all > 2
+        else:
+            if row is None:
+                live -= 1
+            else:
+                live[row] -= 1
+            ahead = np.flatnonzero(after < (sizes if row is None else sizes[row]))
+            more = (live if row is None else live[row]) > 2
+        flat_preceding[row_starts[ahead] + after[ahead]] = at[ahead]
         # The pairs on either side of the joined part, unless two parts are left: their pair is the token itself.
-        more = live[row] > 2
-        joined = np.full(row.size, count, dtype=dtype)
-        ahead = ahead[more[ahead]]
-        joined[ahead] = lookup.find(tokens[row[ahead]], at[ahead], following[row[ahead], after[ahead]],
-                                        lowest[ahead], parts[row[ahead], after[ahead]])
-        pairs[row, at] = joined
-        before = preceding[row, at]
+        flat_pairs[cell] = count
+        if more is False:
+            continue
+        if more is not True:
+            ahead = ahead[more[ahead]]
+        next_cell = row_starts[ahead] + after[ahead]
+        flat_pairs[cell[ahead]] = lookup.find(
+            lowest[ahead], flat_parts[next_cell], (row_tokens[ahead], at[ahead], flat_following[next_cell]) if wide
+            else None)
+        before = flat_preceding[cell]
         behind = np.flatnonzero((before >= 0) & more)
-        pairs[row[behind], before[behind]] = lookup.find(tokens[row[behind]], before[behind], after[behind],
-                                                             parts[row[behind], before[behind]], lowest[behind])
+        before_cell = row_starts[behind] + before[behind]
+        flat_pairs[before_cell] = lookup.find(
+            flat_parts[before_cell], lowest[behind], (row_tokens[behind], before[behind], after[behind]) if wide
+            else None)
 
 
 __all__ = ["DerivedMerges", "RankMerges", "derive_merges"]
