@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
-from itertools import compress, islice
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
+from hf_bpe.common.parallel import default_num_workers, process_pool, worker_state
 from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.directory import load_directory_tokenizer
 from hf_bpe.encode.tokenizer import Tokenizer
@@ -47,11 +47,14 @@ from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.local_engine import check_num_workers
 from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
 
 # The distinct pre-tokens are split into base tokens this many at a time (one numpy batch of the encoder each: a few MB
 # of its temporary arrays, and less CPU time per word than larger batches).
 SEGMENT_BATCH = 1 << 14
+# With fewer batches than this the pre-tokens are split in this process: starting workers would cost more than it saves.
+MIN_PARALLEL_BATCHES = 4
 
 
 def load_base(base: Tokenizer | PathArg) -> Tokenizer:
@@ -102,7 +105,7 @@ def extend_bpe(base: Tokenizer | PathArg, input_path: PathArg | Sequence[PathArg
     counts = count_pretokens_in_files(paths, list(base.special_tokens), num_workers=num_workers, errors=errors,
                                       progress=progress, engine=engine_used, pattern=regex)
     return _extend(base, counts, vocab_size, progress, verbose, time.perf_counter() - start, min_frequency,
-                   max_token_length)
+                   max_token_length, num_workers=num_workers)
 
 
 def extend_bpe_from_iterator(base: Tokenizer | PathArg, texts: Iterable[str], vocab_size: int, *,
@@ -118,17 +121,18 @@ def extend_bpe_from_iterator(base: Tokenizer | PathArg, texts: Iterable[str], vo
     counts = count_pretokens_in_iterator(texts, list(base.special_tokens), num_workers=num_workers,
                                          progress=progress, pattern=regex)
     return _extend(base, counts, vocab_size, progress, verbose, time.perf_counter() - start, min_frequency,
-                   max_token_length)
+                   max_token_length, num_workers=num_workers)
 
 
 def extend_bpe_from_counts(base: Tokenizer | PathArg, counts: Mapping[bytes, int], vocab_size: int, *,
                            progress: bool | None = None, verbose: bool = False, min_frequency: int = 0,
                            max_token_length: int | None = None, token_counts: np.ndarray | None = None,
-                           consume_counts: bool = False) -> tuple[Vocab, Merges]:
+                           consume_counts: bool = False, num_workers: int | None = None) -> tuple[Vocab, Merges]:
     """Continue training `base` on pre-token counts ({pre-token bytes: occurrences}, made with the special tokens of
     `base`). `token_counts` (uint64, one entry per id up to the largest new one) receives how often each token occurs
     in the final segmentation of the counts, each pre-token times its count, as `train_bpe_from_counts`'s.
-    `consume_counts=True` empties `counts` once the merge loop's words are made from them, as there.
+    `consume_counts=True` empties `counts` once the merge loop's words are made from them, as there. The pre-tokens are
+    split into base tokens in `num_workers` processes (default: one per usable CPU; see `base_words`).
 
     >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> extend_bpe_from_counts(base, {b"abab": 2, b"abc": 1}, 258)[1]
@@ -140,19 +144,26 @@ def extend_bpe_from_counts(base: Tokenizer | PathArg, counts: Mapping[bytes, int
     if consume_counts and not isinstance(counts, MutableMapping):
         raise TypeError(f"consume_counts needs a mutable mapping, got {type(counts).__name__}")
     return _extend(base, counts, vocab_size, progress, verbose, 0.0, min_frequency, max_token_length, token_counts,
-                   consume_counts)
+                   consume_counts, num_workers)
 
 
-def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.ndarray | None = None) -> _Words:
+def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.ndarray | None = None,
+               num_workers: int = 1) -> _Words:
     """The merge loop's start state for continuing `base`: each pre-token of `counts` as the base encodes it, the
-    ones of two or more tokens kept as words (int32 ids), in batches of `SEGMENT_BATCH` pre-tokens. The counts of the
-    pre-tokens of one token go to `token_counts` when given.
+    ones of two or more tokens kept as words (int32 ids), shortest first. The counts of the pre-tokens of one token go
+    to `token_counts` when given.
+
+    The pre-tokens are split in batches of `SEGMENT_BATCH`, shortest first (the words of a batch then finish their
+    merges together: fewer numpy steps per word), in `num_workers` processes when there are at least
+    `MIN_PARALLEL_BATCHES` batches (`hf_bpe.common.parallel.process_pool`: forked, they inherit the pre-tokens and the
+    base, and send back each batch's ids as one buffer).
 
     >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> words = base_words({b"abc": 2, b"ab": 5, b"ba": 1}, base)
     >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
-    ([256, 99, 98, 97], [2, 2], [2, 1], 257)
+    ([98, 97, 256, 99], [2, 2], [1, 2], 257)
     """
+    check_num_workers(num_workers)
     largest = max(base.vocab, default=-1)
     if largest > MAX_TOKEN_ID:
         raise ValueError(f"the base tokenizer's ids go up to {largest}: the merge loop handles ids up to "
@@ -160,50 +171,104 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
     token_bytes: list[bytes | None] = [None] * (largest + 1)
     for token_id, token in base.vocab.items():
         token_bytes[token_id] = token
-    pieces, lengths, frequencies = [], [], []
-    words, counted = iter(counts), iter(counts.values())  # in step: no (word, count) tuples to make and take apart
-    while chunk := list(islice(words, SEGMENT_BATCH)):
-        try:
-            packed = base.merge_pretoken_bytes(chunk)
-            chunk_frequencies = np.fromiter(islice(counted, len(chunk)), dtype=np.int64, count=len(chunk))
-        except OverflowError:
-            raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits") from None
-        sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // ID_DTYPE.itemsize
+    try:
+        frequencies = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+    except OverflowError:
+        raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits") from None
+    pretokens = list(counts)
+    order = np.argsort(np.fromiter(map(len, pretokens), dtype=np.int64, count=len(pretokens)), kind="stable")
+    pretokens = list(map(pretokens.__getitem__, order.tolist()))
+    frequencies = frequencies[order]
+    bounds = [(start, min(start + SEGMENT_BATCH, len(pretokens))) for start in range(0, len(pretokens), SEGMENT_BATCH)]
+    pieces, lengths, kept = [], [], []
+    for (start, stop), (ids, sizes) in zip(bounds, _segmented(pretokens, base, bounds, num_workers)):
         several = sizes > 1
-        pieces.append(np.frombuffer(b"".join(compress(packed, several.tolist())), dtype=ID_DTYPE).astype(np.int32))
+        pieces.append(ids[np.repeat(several, sizes)].astype(np.int32))
         lengths.append(sizes[several])
-        frequencies.append(chunk_frequencies[several])
+        kept.append(np.flatnonzero(several) + start)
         if token_counts is not None:
             single = sizes == 1
-            ids = np.frombuffer(b"".join(compress(packed, single.tolist())), dtype=ID_DTYPE)
-            np.add.at(token_counts, ids, chunk_frequencies[single].astype(np.uint64))
-        del packed
+            np.add.at(token_counts, ids[np.repeat(single, sizes)], frequencies[start:stop][single].astype(np.uint64))
     empty = np.zeros(0, dtype=np.int64)
     return _Words(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32),
-                  np.concatenate(lengths) if lengths else empty, np.concatenate(frequencies) if frequencies else empty,
-                  len(counts), token_bytes)
+                  np.concatenate(lengths) if lengths else empty,
+                  frequencies[np.concatenate(kept)] if kept else empty, len(counts), token_bytes)
+
+
+def compact_ids(words: _Words) -> tuple[_Words, np.ndarray]:
+    """`words` with the base ids they hold renumbered 0, 1, ... in order, and those ids (`ids[compact] = id`); the
+    base's other tokens become `other_tokens` (no merge may make them). The merge loop codes pairs and groups
+    neighbours by token ids, and a corpus's words hold a fraction of a large base's ids (GPT-2's 50,257): small ids
+    sort in fewer radix passes and key fewer tokens. The merges are the same.
+
+    >>> words = _Words(np.array([7, 3, 7, 9], dtype=np.int32), np.array([2, 2]), np.array([1, 1]), 2,
+    ...                [bytes([i]) for i in range(10)])
+    >>> compact, ids = compact_ids(words)
+    >>> compact.data.tolist(), ids.tolist(), compact.token_bytes, sorted(compact.other_tokens)[:2]
+    ([1, 0, 1, 2], [3, 7, 9], [b'\\x03', b'\\x07', b'\\t'], [b'\\x00', b'\\x01'])
+    """
+    used = np.zeros(words.first_new_id, dtype=bool)
+    used[words.data] = True
+    ids = np.flatnonzero(used)
+    renumbered = (np.cumsum(used, dtype=np.int32) - 1)[words.data]
+    token_bytes = words.token_bytes
+    compact = _Words(renumbered, words.lengths, words.frequencies, words.distinct,
+                     list(map(token_bytes.__getitem__, ids.tolist())))
+    compact.other_tokens = frozenset(token for token in token_bytes if token is not None) | words.other_tokens
+    return compact, ids
+
+
+def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, int]], num_workers: int
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """`_segment_batch` of each batch of `bounds` in order: in this process, or in a pool of `num_workers`."""
+    workers = min(num_workers, len(bounds))
+    if workers <= 1 or len(bounds) < MIN_PARALLEL_BATCHES:
+        yield from (_segment_batch(pretokens[start:stop], base) for start, stop in bounds)
+        return
+    with process_pool(workers, (pretokens, base)) as pool:
+        yield from pool.imap(_segment_in_worker, bounds)
+
+
+def _segment_in_worker(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    pretokens, base = worker_state()
+    return _segment_batch(pretokens[bounds[0]:bounds[1]], base)
+
+
+def _segment_batch(pretokens: list[bytes], base: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of a batch of pre-tokens as the base encodes them, end to end (`ID_DTYPE`), and each one's count."""
+    packed = base.merge_pretoken_bytes(pretokens)
+    sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // ID_DTYPE.itemsize
+    return np.frombuffer(b"".join(packed), dtype=ID_DTYPE), sizes
 
 
 def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,
             counting_seconds: float, min_frequency: int, max_token_length: int | None,
-            token_counts: np.ndarray | None = None, consume_counts: bool = True) -> tuple[Vocab, Merges]:
+            token_counts: np.ndarray | None = None, consume_counts: bool = True, num_workers: int | None = None
+            ) -> tuple[Vocab, Merges]:
     """Continue from `counts`, emptied once the words are made (the counts made here are not the caller's) unless
     `consume_counts` is False."""
     start = time.perf_counter()
+    check_num_workers(num_workers)
     try:
-        words = base_words(counts, base, token_counts)
+        words = base_words(counts, base, token_counts, default_num_workers() if num_workers is None else num_workers)
     except ValueError as error:  # a byte the base has no token for
         raise InputError(f"the base tokenizer cannot encode the corpus: {error}") from None
     if consume_counts:
         counts.clear()  # type: ignore[attr-defined]
     distinct, first_new_id = words.distinct, words.first_new_id
-    id_merges = _merge(words, vocab_size - len(base.vocab), progress, token_counts=token_counts,
-                       min_frequency=min_frequency, max_token_length=max_token_length)
+    num_merges = min(vocab_size - len(base.vocab), MAX_TOKEN_ID + 1 - first_new_id)
+    words, base_ids = compact_ids(words)
+    compact_counts = None if token_counts is None else np.zeros(len(base_ids) + num_merges, dtype=token_counts.dtype)
+    id_merges = _merge(words, num_merges, progress, token_counts=compact_counts, min_frequency=min_frequency,
+                       max_token_length=max_token_length)
+    ids = base_ids.tolist() + list(range(first_new_id, first_new_id + len(id_merges)))  # compact id -> id
+    if token_counts is not None and compact_counts is not None:
+        token_counts[np.array(ids, dtype=np.int64)] += compact_counts[:len(ids)]
     vocab: Vocab = dict(base.vocab)
     merges: Merges = list(base.merges)
     for new_id, (left, right) in enumerate(id_merges, start=first_new_id):
-        merges.append((vocab[left], vocab[right]))
-        vocab[new_id] = vocab[left] + vocab[right]
+        merges.append((vocab[ids[left]], vocab[ids[right]]))
+        vocab[new_id] = vocab[ids[left]] + vocab[ids[right]]
     if verbose:
         report_training(distinct, counting_seconds, len(id_merges), time.perf_counter() - start)
     return vocab, merges

@@ -116,6 +116,9 @@ class _Words:
         self.token_bytes: list[bytes | None] = ([bytes([byte]) for byte in range(256)] if token_bytes is None
                                                 else token_bytes)
         self.first_new_id = len(self.token_bytes)
+        # Tokens that no id of `token_bytes` stands for and that a merge must not make either (the base's tokens that
+        # `hf_bpe.train.extend.compact_ids` leaves out).
+        self.other_tokens: frozenset[bytes] = frozenset()
 
     @classmethod
     def of_counts(cls, counts: Mapping[bytes, int]) -> _Words:
@@ -162,7 +165,7 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
         raise ValueError(f"queue must be one of {', '.join(map(repr, QUEUES))}, got {queue!r}")
     if store not in STORES:
         raise ValueError(f"store must be one of {', '.join(map(repr, STORES))}, got {store!r}")
-    first_new_id, token_bytes = words.first_new_id, words.token_bytes
+    first_new_id, token_bytes, other_tokens = words.first_new_id, words.token_bytes, words.other_tokens
     num_merges = min(num_merges, MAX_TOKEN_ID + 1 - first_new_id)
     words.check_totals()
     if store == "flat":
@@ -175,7 +178,7 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
     pair_counts = corpus.pair_counts
     token_keys = [_reverse_order_key(token or b"") for token in token_bytes]
     best_pairs = QUEUES[queue](pair_counts, token_keys, corpus.floor)
-    known = {token for token in token_bytes if token is not None}  # a merge must make a new token
+    known = {token for token in token_bytes if token is not None} | other_tokens  # a merge makes a new token
     shortest_refused = sys.maxsize if max_token_length is None else max(max_token_length, 3)
     merges: list[tuple[int, int]] = []
 
