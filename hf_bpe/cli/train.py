@@ -166,7 +166,7 @@ def run_train(args: argparse.Namespace) -> int:
         else:  # ids by the base's, which may leave gaps: one count per id up to the largest new one
             token_counts = np.zeros(max(base.vocab) + 1 + args.vocab_size - len(base.vocab), dtype=COUNT_DTYPE)
             vocab, merges = extend_bpe_from_counts(base, counts, args.vocab_size, token_counts=token_counts,
-                                                   consume_counts=True, **options)
+                                                   consume_counts=True, num_workers=args.workers, **options)
         training_seconds = time.perf_counter() - start
         token_counts = token_counts[:max(vocab) + 1]
         peak_memory_mb = peak_memory_bytes() / 1e6
