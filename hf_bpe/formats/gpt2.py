@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
+from itertools import accumulate, repeat
 from pathlib import Path
+
+import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import read_small_text, write_text_atomically
@@ -57,6 +60,32 @@ def token_to_str(token: bytes) -> str:
     'ĠtheĊÿ'
     """
     return token.decode("latin-1").translate(_byte_characters())
+
+
+@lru_cache(maxsize=1)
+def _byte_of_code_point() -> np.ndarray:
+    """`unicode_to_bytes` as an array: the byte of each mapping character, indexed by its code point (all are below
+    U+0144)."""
+    table = np.zeros(max(map(ord, unicode_to_bytes())) + 1, dtype=np.uint8)
+    for char, byte in unicode_to_bytes().items():
+        table[ord(char)] = byte
+    return table
+
+
+def strs_to_tokens(texts: list[str]) -> list[bytes] | None:
+    """`str_to_token` of each text, in C and numpy (the texts' code points, in UTF-16 as all mapping characters are
+    below U+0144, looked up in one gather); None if a character of some text is not in the byte mapping (the caller
+    names it).
+
+    >>> strs_to_tokens(["Ġthe", "Ċÿ"]), strs_to_tokens(["a b"])
+    ([b' the', b'\\n\\xff'], None)
+    """
+    joined = "".join(texts)
+    if not set(joined) <= unicode_to_bytes().keys():
+        return None
+    data = _byte_of_code_point()[np.frombuffer(joined.encode("utf-16-le"), dtype="<u2")].tobytes()
+    ends = list(accumulate(map(len, texts)))
+    return list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
 
 def str_to_token(text: str) -> bytes:
@@ -105,6 +134,11 @@ def load_gpt2_vocab(vocab_path: str | os.PathLike[str]) -> dict[int, bytes]:
             from None
     if not isinstance(pairs, _KeyValuePairs):
         raise InputError(f"{vocab_path}: expected a JSON object mapping token strings to ids")
+    texts, ids = [text for text, _ in pairs], [token_id for _, token_id in pairs]
+    tokens = strs_to_tokens(texts)
+    if tokens is not None and {int} >= set(map(type, ids)) and (not ids or min(ids) >= 0) \
+            and len(set(texts)) == len(texts) and len(set(ids)) == len(ids):
+        return dict(zip(ids, tokens))  # the usual file, checked in C: the loop below names what is wrong
     table = unicode_to_bytes()
     vocab: dict[int, bytes] = {}
     seen_strings: set[str] = set()
@@ -147,10 +181,16 @@ def load_gpt2_merges_numbered(merges_path: str | os.PathLike[str]) -> tuple[list
     >>> load_gpt2_merges_numbered(path)
     ([(b' ', b't'), (b'h', b'e')], [2, 4])
     """
+    numbered = merges_file_lines(merges_path)
+    lines = [line for _, line in numbered]
+    if {1} >= set(map(str.count, lines, repeat(" "))):  # each line two parts: the parts in turn
+        tokens = strs_to_tokens(" ".join(lines).split(" "))
+        if tokens is not None and b"" not in tokens:  # the usual file, in C: the loop below names what is wrong
+            return list(zip(tokens[::2], tokens[1::2])), [line_number for line_number, _ in numbered]
     table = unicode_to_bytes()
     merges: list[tuple[bytes, bytes]] = []
     line_numbers: list[int] = []
-    for line_number, line in merges_file_lines(merges_path):
+    for line_number, line in numbered:
         parts = line.split(" ")
         if len(parts) != 2 or not parts[0] or not parts[1]:
             raise InputError(f"{merges_path}: line {line_number}: expected two tokens separated by one space, "
