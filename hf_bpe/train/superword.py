@@ -27,27 +27,27 @@ from __future__ import annotations
 import operator
 import re
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
 from hf_bpe.train.checks import report_training
-from hf_bpe.train.extend import base_words
-from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
+from hf_bpe.train.merge_loop import Merges, Vocab, _merge
+from hf_bpe.train.superword_words import PairCounts, cut_at_rare_pairs, segment_dtype, segmented_words
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 14
-# Pairs of stage-1 tokens are counted this many positions at a time.
-PAIR_BLOCK = 1 << 20
 # Stage-2 pre-tokens are split into pieces about this many bytes of them at a time.
 SPLIT_BYTES = 1 << 22
-# Parts of cut words are counted this many at a time.
-PART_BLOCK = 1 << 16
+# A stage-1 tokenizer keeps the ids of at most this many pieces (some tens of MB).
+PIECE_CACHE = 1 << 17
 
 
 def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,
@@ -88,12 +88,15 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
                              special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
                              counting_seconds: float = 0.0, token_counts: np.ndarray | None = None,
                              min_frequency: int = 0, max_token_length: int | None = None,
-                             cut_below: int | None = None, consume_counts: bool = False) -> tuple[Vocab, Merges]:
+                             cut_below: int | None = None, consume_counts: bool = False,
+                             segmented: bool = False) -> tuple[Vocab, Merges]:
     """SuperBPE's stage 2: continue from stage 1's vocab and merges (special tokens last, as training returns them)
     on `counts`, the corpus counted with the stage-2 pattern, up to `vocab_size` tokens with the special tokens,
-    which take the last ids again. `token_counts` (uint64, `vocab_size` entries) receives how often each id occurs in
-    the final segmentation of the counts. `consume_counts=True` empties `counts` once the words are made from them
-    (their memory is not needed while merging).
+    which take the last ids again. `segmented=True`: the counts are keyed by the pre-tokens' stage-1 ids already
+    (`StageOneTokenizer.segment_counts` of `stage_one_tokenizer(stage_one)`, as the counting workers make them).
+    `token_counts` (uint64, `vocab_size` entries) receives how often each id occurs in the final segmentation of the
+    counts. `consume_counts=True` empties `counts` once the words are made from them (their memory is not needed
+    while merging).
 
     The words are first cut between stage-1 tokens whose pair counts less than a guess at the last merge's count
     (`cut_below`, None: `PairCounts.guess_last_count`; see `cut_at_rare_pairs`), and merging stops below it; if
@@ -101,16 +104,16 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     way).
     """
     vocab, merges = stage_one
-    ordinary = {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
-    base = StageOneTokenizer(ordinary, merges)
+    base = stage_one_tokenizer(stage_one)
+    ordinary = base.vocab
     start = time.perf_counter()
     num_merges = vocab_size - len(special_tokens) - len(ordinary)
     counted = None if token_counts is None else token_counts[:vocab_size - len(special_tokens)]
-    try:
-        words = base_words(counts, base, counted)
-    except ValueError as error:  # a byte stage 1 has no token for
-        raise InputError(f"SuperBPE stage 2: the stage-1 tokenizer cannot encode the corpus: {error}") from None
     distinct = len(counts)
+    stage_two = counts if segmented else base.segment_counts(counts)
+    token_bytes: list[bytes | None] = [ordinary[token_id] for token_id in range(len(ordinary))]
+    words = segmented_words(stage_two, base.segment_dtype, token_bytes, counted)
+    del stage_two
     if consume_counts:
         counts.clear()  # type: ignore[attr-defined]
     pairs = PairCounts(words)
@@ -124,8 +127,13 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
         id_merges = _merge(parts, num_merges, progress, **options, min_frequency=cut)
         if len(id_merges) < num_merges and counted is not None:
             counted[:] = before  # type: ignore[index]
+    else:
+        del pairs
     if len(id_merges) < num_merges:
+        if isinstance(words.data, np.ndarray):  # else empty, and used up by the first run
+            words.data = words.data.astype(np.int32)
         id_merges = _merge(words, num_merges, progress, **options, min_frequency=min_frequency)
+    del words
     vocab, merges = dict(ordinary), list(merges)
     for new_id, (left, right) in enumerate(id_merges, start=len(ordinary)):
         merges.append((vocab[left], vocab[right]))
@@ -137,92 +145,11 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     return vocab, merges
 
 
-class PairCounts:
-    """How often each distinct pair of adjacent tokens occurs in the words, each word times its frequency
-    (`distinct` pair codes, sorted, and their `totals`), counted a block of positions at a time so that the
-    temporary arrays stay small whatever the corpus (as `FlatCorpus` indexes its pairs)."""
-
-    def __init__(self, words: _Words) -> None:
-        self.data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
-        self.ends = np.cumsum(words.lengths)
-        self.frequencies = words.frequencies
-        blocks = range(0, len(self.data), PAIR_BLOCK)
-        self.distinct = np.unique(np.concatenate([np.unique(self._block(start)[1]) for start in blocks]
-                                                 or [np.zeros(0, dtype=np.int64)]))
-        self.totals = np.zeros(len(self.distinct), dtype=np.float64)
-        for start in blocks:
-            at, codes = self._block(start)
-            weights = self.frequencies[np.searchsorted(self.ends, at, side="right")]
-            self.totals += np.bincount(np.searchsorted(self.distinct, codes), weights=weights,
-                                       minlength=len(self.distinct))
-
-    def _block(self, start: int) -> tuple[np.ndarray, np.ndarray]:
-        """The positions from `start` (a block of them) where a pair starts inside a word, and the pairs' codes."""
-        stop = min(start + PAIR_BLOCK, len(self.data))
-        inside = np.ones(stop - start, dtype=bool)
-        first, last = np.searchsorted(self.ends, [start + 1, stop], side="left")
-        inside[self.ends[first:last + 1][self.ends[first:last + 1] <= stop] - 1 - start] = False  # words' last tokens
-        at = np.flatnonzero(inside) + start
-        return at, (self.data[at].astype(np.int64) << 21) | self.data[at + 1]
-
-    def rare(self, cut_below: int) -> np.ndarray:
-        """The positions where a pair counting less than `cut_below` starts."""
-        found = []
-        for start in range(0, len(self.data), PAIR_BLOCK):
-            at, codes = self._block(start)
-            found.append(at[self.totals[np.searchsorted(self.distinct, codes)] < cut_below])
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-
-    def guess_last_count(self, num_merges: int) -> int:
-        """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
-        count now (merges make pairs that count less than the pairs they merge); 0 when there are few pairs."""
-        if num_merges <= 0 or len(self.totals) <= num_merges:
-            return 0
-        return int(np.partition(self.totals, len(self.totals) - num_merges)[len(self.totals) - num_merges]) // 3
-
-
-def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_counts: np.ndarray | None = None
-                      ) -> _Words:
-    """The words cut between every two tokens whose pair counts less than `cut_below` (in all the words), the parts
-    counted as words of their own (one token parts go to `token_counts`).
-
-    No merge counting `cut_below` or more ever joins across such a place: every occurrence of a pair (L, R) joins,
-    at the place between L and R, the same two first tokens (L's last and R's first, as the merges built L and R), so
-    (L, R) counts at most what that pair of first tokens counts. So as long as the best pair counts `cut_below` or
-    more, merging the parts makes the merges of merging the words, and the same final segmentation; below it, the
-    words must be merged whole (`continue_with_superwords`). Stage-2 words are documents, few of them alike; their
-    parts are mostly phrases, many of them alike, so the merge loop holds far fewer positions.
-    """
-    data, lengths = words.data, words.lengths
-    if not isinstance(data, np.ndarray) or len(data) == 0:
-        return words
-    starts = np.zeros(len(data), dtype=bool)
-    starts[np.cumsum(lengths)[:-1]] = True
-    starts[0] = True
-    starts[pairs.rare(cut_below) + 1] = True
-    part_starts = np.flatnonzero(starts)
-    del starts
-    part_frequencies = words.frequencies[np.searchsorted(np.cumsum(lengths), part_starts, side="right")]
-    part_ends = np.append(part_starts[1:], len(data))
-    raw = data.tobytes()
-    totals: dict[bytes, int] = {}
-    get = totals.get
-    for block in range(0, len(part_starts), PART_BLOCK):  # Python ints for a block of parts at a time
-        for first, last, frequency in zip((part_starts[block:block + PART_BLOCK] * 4).tolist(),
-                                          (part_ends[block:block + PART_BLOCK] * 4).tolist(),
-                                          part_frequencies[block:block + PART_BLOCK].tolist()):
-            part = raw[first:last]
-            totals[part] = get(part, 0) + frequency
-    del raw, part_starts, part_ends, part_frequencies
-    single = [part for part in totals if len(part) == 4]
-    if token_counts is not None and single:
-        ids = np.frombuffer(b"".join(single), dtype=np.int32)
-        np.add.at(token_counts, ids, np.array([totals[part] for part in single], dtype=np.uint64))
-    several = [part for part in totals if len(part) > 4]
-    return _Words(np.frombuffer(b"".join(several), dtype=np.int32).copy(),
-                  np.fromiter((len(part) // 4 for part in several), dtype=np.int64, count=len(several)),
-                  np.fromiter((totals[part] for part in several), dtype=np.int64, count=len(several)),
-                  words.distinct, list(words.token_bytes))  # the merge loop adds to its list
+def stage_one_tokenizer(stage_one: tuple[Vocab, Merges]) -> StageOneTokenizer:
+    """The tokenizer of stage 1's vocab and merges (without the special tokens, which no stage-2 pre-token holds)."""
+    vocab, merges = stage_one
+    return StageOneTokenizer({token_id: token for token_id, token in vocab.items()
+                              if token_id < 256 + len(merges)}, merges)
 
 
 class StageOneTokenizer(Tokenizer):
@@ -235,12 +162,9 @@ class StageOneTokenizer(Tokenizer):
     merges independently, and their ids joined are the ids of the whole (BPE merges by rank within each part; no pair
     spans the cut). The place used is before a space that follows a byte no stage-1 token has before a space (with
     GPT-2's pattern, any byte of a non-whitespace character), so the parts are mostly words, each merged once
-    (`piece_cut`).
+    (`piece_cut`, `segment`).
 
-    >>> from hf_bpe.encode.cache import unpack_ids
     >>> tokenizer = StageOneTokenizer({i: bytes([i]) for i in range(256)} | {256: b"  "}, [(b" ", b" ")])
-    >>> [unpack_ids(ids) for ids in tokenizer.merge_pretoken_bytes([b"a b  c"])]
-    [[97, 32, 98, 256, 99]]
     >>> tokenizer.piece_cut.split(b"a b  c x")  # no token holds "b " or "c ", "  " holds two spaces
     [b'a', b' b', b'  c', b' x']
     """
@@ -255,12 +179,25 @@ class StageOneTokenizer(Tokenizer):
             self._piece_cut = re.compile(b"(?<=[" + allowed + b"])(?= )") if allowed else None
         return self._piece_cut
 
-    def merge_pretoken_bytes(self, words: Sequence[bytes]) -> list[bytes]:
-        """`Tokenizer.merge_pretoken_bytes`, each distinct piece of the words (`piece_cut`) merged once."""
-        cut = self.piece_cut
-        if cut is None:
-            return super().merge_pretoken_bytes(words)
-        ids: dict[bytes, bytes] = {}
+    @property
+    def segment_dtype(self) -> np.dtype:
+        """The dtype `segment` packs ids in: the smallest unsigned one that holds every id (`segment_dtype`)."""
+        return segment_dtype(max(self.vocab, default=0) + 1)
+
+    def segment(self, words: Sequence[bytes]) -> list[bytes]:
+        """The ids of each word (the encoder's, as `merge_pretoken_bytes` gives them) packed in `segment_dtype`: each
+        word split at `piece_cut`, and each distinct piece merged once, a few MB of words at a time. Pieces merged
+        stay known across calls, up to `PIECE_CACHE` of them (those of a batch that would pass it are forgotten
+        after it): a worker segments many chunks of one corpus.
+
+        >>> tokenizer = StageOneTokenizer({i: bytes([i]) for i in range(256)} | {256: b"  "}, [(b" ", b" ")])
+        >>> [np.frombuffer(ids, tokenizer.segment_dtype).tolist() for ids in tokenizer.segment([b"a b  c"])]
+        [[97, 32, 98, 256, 99]]
+        """
+        cut, dtype = self.piece_cut, self.segment_dtype
+        if not hasattr(self, "_piece_ids"):
+            self._piece_ids: dict[bytes, bytes] = {}
+        ids = self._piece_ids
         merged: list[bytes] = []
         start = 0
         while start < len(words):  # a few MB of words at a time, each split once
@@ -268,14 +205,29 @@ class StageOneTokenizer(Tokenizer):
             while end < len(words) and (end == start or size < SPLIT_BYTES):
                 size += len(words[end])
                 end += 1
-            parts = [cut.split(word) for word in words[start:end]]
+            parts = [cut.split(word) for word in words[start:end]] if cut else [[word] for word in words[start:end]]
             new = list({piece for pieces in parts for piece in pieces if piece not in ids})
             for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
                 batch = new[first:first + PIECE_BATCH]
-                ids.update(zip(batch, super().merge_pretoken_bytes(batch)))
+                packed = self.merge_pretoken_bytes(batch)
+                ends = (np.cumsum(np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)))
+                        // ID_DTYPE.itemsize * dtype.itemsize).tolist()
+                converted = np.frombuffer(b"".join(packed), ID_DTYPE).astype(dtype).tobytes()
+                ids.update(zip(batch, [converted[begin:stop] for begin, stop in zip([0, *ends], ends)]))
             merged.extend(b"".join(map(ids.__getitem__, pieces)) for pieces in parts)
+            if len(ids) > PIECE_CACHE:  # the pieces first seen stay (the frequent ones, mostly); these go again
+                for piece in new:
+                    del ids[piece]
             start = end
         return merged
+
+    def segment_counts(self, counts: Mapping[bytes, int]) -> Counter[bytes]:
+        """The counts of stage-2 pre-tokens keyed by their stage-1 ids (`segment`) instead of their bytes: the
+        counting workers segment what they count (`count_pretokens_in_files(..., convert=)`)."""
+        try:
+            return Counter(dict(zip(self.segment(list(counts)), counts.values())))  # the encoding is one-to-one
+        except ValueError as error:  # a byte stage 1 has no token for
+            raise InputError(f"SuperBPE stage 2: the stage-1 tokenizer cannot encode the corpus: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -295,5 +247,5 @@ class SuperwordStages:
         return cls(range(256, 256 + stage_one_merges), range(256 + stage_one_merges, 256 + num_merges))
 
 
-__all__ = ["PairCounts", "StageOneTokenizer", "SuperwordStages", "check_superword_options", "continue_with_superwords",
-           "cut_at_rare_pairs"]
+__all__ = ["StageOneTokenizer", "SuperwordStages", "check_superword_options", "continue_with_superwords",
+           "stage_one_tokenizer"]

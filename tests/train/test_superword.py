@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_iterator
+from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
-from hf_bpe.train import superword
+from hf_bpe.train import superword, superword_words
 from hf_bpe.train._reference import reference_superword_train
 from hf_bpe.train.count import count_pretokens_in_iterator
 from hf_bpe.train.merge_loop import _Words
@@ -49,12 +50,17 @@ def test_superword_merges_equal_the_reference(texts: list[str], merges: int, sta
                                    superword_from=transition, superword_pattern=superword_pattern) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=random_bases(), words=st.lists(st.lists(st.sampled_from(["a", "b", "c", " ", "é", "ab", "  "]), max_size=30)
-                                          .map(lambda parts: "".join(parts).encode()), max_size=8))
-def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer, words: list[bytes]) -> None:
+                                          .map(lambda parts: "".join(parts).encode()), max_size=8),
+       cache=st.sampled_from([0, 3, 1 << 17]))
+def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer, words: list[bytes], cache: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(superword, "PIECE_CACHE", cache)  # pieces known, forgotten again, or all kept
     pieces = StageOneTokenizer(base.vocab, base.merges, base.special_tokens)
-    assert pieces.merge_pretoken_bytes(words) == base.merge_pretoken_bytes(words)
+    expected = [unpack_ids(ids) for ids in base.merge_pretoken_bytes(words)]
+    for _ in range(2):  # the second time, every piece is known
+        assert [np.frombuffer(ids, pieces.segment_dtype).tolist() for ids in pieces.segment(words)] == expected
 
 
 @settings(max_examples=60, deadline=None)
@@ -80,7 +86,7 @@ def test_cutting_at_rare_pairs_changes_no_merge_and_no_token_count(texts: list[s
                       max_size=30), block=st.integers(1, 20))
 def test_pair_counts_in_blocks_are_the_pair_counts(words: list[tuple[list[int], int]], block: int,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(superword, "PAIR_BLOCK", block)
+    monkeypatch.setattr(superword_words, "PAIR_BLOCK", block)
     expected: Counter[tuple[int, int]] = Counter()
     for tokens, frequency in words:
         for pair in zip(tokens, tokens[1:]):
@@ -88,8 +94,8 @@ def test_pair_counts_in_blocks_are_the_pair_counts(words: list[tuple[list[int], 
     start_state = _Words(np.array([token for tokens, _ in words for token in tokens], dtype=np.int32),
                          np.array([len(tokens) for tokens, _ in words]), np.array([count for _, count in words]),
                          len(words), [bytes([byte]) for byte in range(256)])
-    pairs = superword.PairCounts(start_state)
-    assert {(code >> 21, code & 0x1FFFFF): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
+    pairs = superword_words.PairCounts(start_state)
+    assert {divmod(code, 256): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
             } == expected
     positions = np.cumsum([0] + [len(tokens) for tokens, _ in words])
     rare = {(int(np.searchsorted(positions, at, side="right")) - 1, int(at)) for at in pairs.rare(3)}

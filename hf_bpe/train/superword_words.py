@@ -1,0 +1,179 @@
+"""SuperBPE's stage-2 start state from segmented pre-tokens: the words, their pair counts, and the words cut at rare
+pairs (`hf_bpe.train.superword` runs the stages).
+
+A stage-2 pre-token arrives as its stage-1 ids packed in the smallest unsigned dtype that holds them
+(`segment_dtype`: uint16 below 65,536 ids), so that the counts of whole documents, the ids joined end to end and the
+pair codes stay small. Everything here is numpy over blocks of positions (`PAIR_BLOCK`), so the temporary arrays stay
+bounded whatever the corpus, and exact: integer codes, sums of integers below 2**53 in float64 (bincount's weights)
+only where the totals are compared with a cut, uint64 (`np.add.at`) for token counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from hf_bpe.train.merge_loop import _Words
+
+# Pairs of stage-1 tokens are counted this many positions at a time.
+PAIR_BLOCK = 1 << 20
+# Cut parts of at most this many tokens are told apart by one uint64 key of their ids; longer ones by their bytes.
+_KEY_BITS = 64
+
+
+def segment_dtype(num_ids: int) -> np.dtype:
+    """The dtype stage-2 pre-tokens are packed in when stage 1 has `num_ids` ids (0 to num_ids - 1).
+
+    >>> segment_dtype(65536), segment_dtype(65537)
+    (dtype('uint16'), dtype('uint32'))
+    """
+    return np.dtype(np.uint16) if num_ids <= 1 << 16 else np.dtype(np.uint32)
+
+
+def segmented_words(segmented: Mapping[bytes, int], dtype: np.dtype, token_bytes: list[bytes | None],
+                    token_counts: np.ndarray | None = None) -> _Words:
+    """The merge loop's start state from `segmented` ({stage-1 ids packed in `dtype`: count}): the pre-tokens of
+    two or more tokens as words (their ids in `dtype`, end to end); the counts of the others go to `token_counts`.
+
+    >>> words = segmented_words({np.array([5, 6], np.uint16).tobytes(): 2, np.array([7], np.uint16).tobytes(): 4},
+    ...                         np.dtype(np.uint16), [None] * 8)
+    >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
+    ([5, 6], [2], [2], 8)
+    """
+    size = dtype.itemsize
+    lengths = np.fromiter(map(len, segmented), dtype=np.int64, count=len(segmented)) // size
+    frequencies = np.fromiter(segmented.values(), dtype=np.int64, count=len(segmented))
+    several = lengths > 1
+    if token_counts is not None:
+        single = b"".join(key for key in segmented if len(key) == size)
+        np.add.at(token_counts, np.frombuffer(single, dtype=dtype), frequencies[lengths == 1].astype(np.uint64))
+    data = np.frombuffer(b"".join(key for key in segmented if len(key) > size), dtype=dtype)
+    return _Words(data, lengths[several], frequencies[several], len(segmented), token_bytes)
+
+
+class PairCounts:
+    """How often each distinct pair of adjacent tokens occurs in the words, each word times its frequency
+    (`distinct` pair codes `left * base + right`, sorted, with `base` the first id no word holds, and their
+    `totals`), counted `PAIR_BLOCK` positions at a time: each block reduced to its distinct pairs and their sums,
+    then the blocks' reductions added up."""
+
+    def __init__(self, words: _Words) -> None:
+        self.data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
+        self.ends = np.cumsum(words.lengths)
+        self.frequencies = words.frequencies
+        self.base = words.first_new_id
+        codes, sums = [], []
+        for start in range(0, len(self.data), PAIR_BLOCK):
+            block_codes, weights = self._block(start, with_weights=True)
+            distinct, inverse = np.unique(block_codes, return_inverse=True)
+            codes.append(distinct)
+            sums.append(np.bincount(inverse, weights=weights, minlength=len(distinct)))
+        if not codes:
+            codes, sums = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.float64)]
+        self.distinct, inverse = np.unique(np.concatenate(codes), return_inverse=True)
+        self.totals = np.bincount(inverse, weights=np.concatenate(sums), minlength=len(self.distinct))
+
+    def _block(self, start: int, with_weights: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The codes of the pairs that start at the block of positions from `start` inside a word, and either their
+        words' frequencies (`with_weights`) or their positions."""
+        stop = min(start + PAIR_BLOCK, len(self.data))
+        first, last = np.searchsorted(self.ends, [start, stop - 1], side="right")
+        ends = self.ends[first:last + 1]
+        inside = np.ones(stop - start, dtype=bool)
+        inside[ends[ends <= stop] - 1 - start] = False  # words' last tokens start no pair
+        left = self.data[start:stop].astype(np.int64)
+        right = self.data[start + 1:stop + 1]
+        if len(right) < len(left):  # the data's last token, always a word's last
+            right = np.append(right, 0)
+        codes = (left * self.base + right)[inside]
+        if not with_weights:
+            return codes, np.flatnonzero(inside) + start
+        begins = np.concatenate(([self.ends[first - 1] if first else 0], ends[:-1]))
+        clipped = np.minimum(ends, stop) - np.maximum(begins, start)
+        weights = np.repeat(self.frequencies[first:last + 1], clipped)
+        return codes, weights[inside]
+
+    def rare(self, cut_below: int) -> np.ndarray:
+        """The positions where a pair counting less than `cut_below` starts."""
+        frequent = self.distinct[self.totals >= cut_below]
+        found = []
+        for start in range(0, len(self.data), PAIR_BLOCK):
+            codes, at = self._block(start)
+            if len(frequent):
+                index = np.minimum(np.searchsorted(frequent, codes), len(frequent) - 1)
+                found.append(at[frequent[index] != codes])
+            else:
+                found.append(at)
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def guess_last_count(self, num_merges: int) -> int:
+        """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
+        count now (merges make pairs that count less than the pairs they merge); 0 when there are few pairs."""
+        if num_merges <= 0 or len(self.totals) <= num_merges:
+            return 0
+        return int(np.partition(self.totals, len(self.totals) - num_merges)[len(self.totals) - num_merges]) // 3
+
+
+def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_counts: np.ndarray | None = None
+                      ) -> _Words:
+    """The words cut between every two tokens whose pair counts less than `cut_below` (in all the words), the parts
+    counted as words of their own (one token parts go to `token_counts`).
+
+    No merge counting `cut_below` or more ever joins across such a place: every occurrence of a pair (L, R) joins,
+    at the place between L and R, the same two first tokens (L's last and R's first, as the merges built L and R), so
+    (L, R) counts at most what that pair of first tokens counts. So as long as the best pair counts `cut_below` or
+    more, merging the parts makes the merges of merging the words, and the same final segmentation; below it, the
+    words must be merged whole (`hf_bpe.train.superword.continue_with_superwords`). Stage-2 words are documents, few
+    of them alike; their parts are mostly phrases, many of them alike, so the merge loop holds far fewer positions.
+
+    The parts of each length are told apart in numpy: by one uint64 of their ids when they fit in 64 bits, else by
+    their bytes (a void dtype), sorted, and the frequencies of equal ones summed (int64, exact).
+
+    >>> words = _Words(np.array([1, 2, 3, 1, 2, 1, 2, 3], np.uint16), np.array([3, 2, 3]), np.array([1, 1, 5]), 3,
+    ...                [None] * 4)
+    >>> parts = cut_at_rare_pairs(words, PairCounts(words), 7)  # (2, 3) counts 6, (1, 2) 7
+    >>> parts.data.tolist(), parts.lengths.tolist(), parts.frequencies.tolist()
+    ([1, 2], [2], [7])
+    """
+    data, lengths = words.data, words.lengths
+    if not isinstance(data, np.ndarray) or len(data) == 0:
+        return words
+    starts = np.zeros(len(data), dtype=bool)
+    word_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    starts[word_starts] = True
+    starts[pairs.rare(cut_below) + 1] = True
+    parts_per_word = np.add.reduceat(starts, word_starts, dtype=np.int64)
+    part_starts = np.flatnonzero(starts)
+    del starts
+    part_frequencies = np.repeat(words.frequencies, parts_per_word)
+    part_lengths = np.diff(np.append(part_starts, len(data)))
+    single = part_lengths == 1
+    if token_counts is not None and single.any():
+        np.add.at(token_counts, data[part_starts[single]], part_frequencies[single].astype(np.uint64))
+    pieces, counts, sizes = [], [], []
+    bits = 8 * data.dtype.itemsize
+    for length in np.unique(part_lengths[~single]).tolist():
+        chosen = part_lengths == length
+        rows = data[part_starts[chosen][:, None] + np.arange(length)]
+        frequencies = part_frequencies[chosen]
+        del chosen
+        if length * bits <= _KEY_BITS:
+            keys = np.zeros(len(rows), dtype=np.uint64)
+            for column in range(length):
+                keys |= rows[:, column].astype(np.uint64) << np.uint64(column * bits)
+        else:
+            keys = np.ascontiguousarray(rows).view(np.dtype((np.void, length * data.dtype.itemsize))).ravel()
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        pieces.append(rows[order[first]].ravel().astype(np.int32))
+        counts.append(np.add.reduceat(frequencies[order], first))
+        sizes.append(np.full(len(first), length, dtype=np.int64))
+    if not pieces:
+        pieces, counts, sizes = [np.zeros(0, dtype=np.int32)], [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
+    return _Words(np.concatenate(pieces), np.concatenate(sizes), np.concatenate(counts), words.distinct,
+                  list(words.token_bytes))  # the merge loop adds to its list
+
+
+__all__ = ["PAIR_BLOCK", "PairCounts", "cut_at_rare_pairs", "segment_dtype", "segmented_words"]

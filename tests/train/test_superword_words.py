@@ -1,0 +1,89 @@
+"""Tests for SuperBPE's stage-2 start state (hf_bpe.train.superword_words): pair counts, rare positions and the cut
+parts, in numpy over blocks, against counting and cutting every word in plain Python; ids in uint16 and uint32 on
+either side of the dtypes' bounds, parts short enough for one uint64 key and longer ones."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_bpe.train import superword_words
+from hf_bpe.train.merge_loop import _Words
+from hf_bpe.train.superword_words import PairCounts, cut_at_rare_pairs, segment_dtype, segmented_words
+
+# Ids at the bounds of uint16 and of what 16 and 32 bits hold.
+WIDE_IDS = [0, 1, 255, 65534, 65535, 65536, 70000, (1 << 21) - 1]
+
+
+def plain_cut(words: list[tuple[list[int], int]], cut_below: int) -> tuple[Counter, Counter, Counter]:
+    """(pair counts, parts of two or more tokens with their frequencies, one-token parts' counts), word by word."""
+    pairs: Counter[tuple[int, int]] = Counter()
+    for tokens, frequency in words:
+        for pair in zip(tokens, tokens[1:]):
+            pairs[pair] += frequency
+    parts: Counter[tuple[int, ...]] = Counter()
+    single: Counter[int] = Counter()
+    for tokens, frequency in words:
+        part = [tokens[0]]
+        for left, right in zip(tokens, tokens[1:]):
+            if pairs[left, right] < cut_below:
+                if len(part) > 1:
+                    parts[tuple(part)] += frequency
+                else:
+                    single[part[0]] += frequency
+                part = []
+            part.append(right)
+        if len(part) > 1:
+            parts[tuple(part)] += frequency
+        else:
+            single[part[0]] += frequency
+    return pairs, parts, single
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.tuples(st.lists(st.integers(0, 4), min_size=2, max_size=14), st.integers(1, 3)), min_size=1,
+                      max_size=30), block=st.integers(1, 20), wide=st.booleans(), cut_below=st.integers(1, 8))
+def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple[list[int], int]], block: int,
+                                                               wide: bool, cut_below: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(superword_words, "PAIR_BLOCK", block)
+    alphabet = WIDE_IDS[3:] if wide else [1, 2, 255, 65534, 65535]
+    words = [([alphabet[token] for token in tokens], frequency) for tokens, frequency in words]
+    dtype = segment_dtype(max(alphabet) + 1)
+    assert dtype == (np.uint32 if wide else np.uint16)
+    segmented = Counter()
+    for tokens, frequency in words:
+        segmented[np.array(tokens, dtype=dtype).tobytes()] += frequency
+    num_ids = max(alphabet) + 1
+    token_counts = np.zeros(num_ids, dtype=np.uint64)
+    start_state = segmented_words(segmented, dtype, [None] * num_ids, token_counts)
+    assert not token_counts.any()  # every word has two tokens or more
+    pairs = PairCounts(start_state)
+    expected_pairs, expected_parts, expected_single = plain_cut(words, cut_below)
+    assert {divmod(code, num_ids): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
+            } == expected_pairs
+    parts = cut_at_rare_pairs(start_state, pairs, cut_below, token_counts)
+    ends = np.cumsum(parts.lengths).tolist()
+    found = Counter({tuple(parts.data[end - length:end].tolist()): frequency
+                     for end, length, frequency in zip(ends, parts.lengths.tolist(), parts.frequencies.tolist())})
+    assert len(found) == len(parts.lengths)  # each part once
+    assert found == expected_parts
+    assert {token: int(count) for token, count in enumerate(token_counts) if count} == expected_single
+
+
+def test_the_packed_dtype_is_the_smallest_that_holds_every_id() -> None:
+    assert [segment_dtype(size) for size in (256, 65536, 65537, 1 << 21)] == [np.uint16, np.uint16, np.uint32,
+                                                                              np.uint32]
+
+
+def test_no_words_make_no_pairs_and_no_parts() -> None:
+    start_state = segmented_words({}, np.dtype(np.uint16), [None] * 256)
+    pairs = PairCounts(start_state)
+    assert len(pairs.distinct) == 0 and pairs.guess_last_count(10) == 0
+    assert len(cut_at_rare_pairs(start_state, pairs, 5).lengths) == 0
+    words = _Words(np.array([3, 4], np.uint16), np.array([2]), np.array([9]), 1, [None] * 5)
+    assert cut_at_rare_pairs(words, PairCounts(words), 10).data.tolist() == []
