@@ -43,7 +43,7 @@ from hf_bpe.formats.gpt2 import (
     merges_file_lines,
     save_gpt2,
     str_to_token,
-    token_to_str,
+    tokens_to_strs,
     unicode_to_bytes,
 )
 from hf_bpe.pretokenize import (
@@ -268,8 +268,10 @@ def build_tokenizers_json(vocab: dict[int, bytes], merges: Sequence[tuple[bytes,
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
     specials = {token.encode("utf-8"): token for token in special_tokens}
-    string_vocab = {specials.get(token) or token_to_str(token): token_id for token_id, token in vocab.items()}
-    string_merges = [(token_to_str(left), token_to_str(right)) for left, right in merges]
+    string_vocab = {specials.get(token) or text: token_id
+                    for (token_id, token), text in zip(vocab.items(), tokens_to_strs(list(vocab.values())))}
+    parts = tokens_to_strs([part for pair in merges for part in pair])
+    string_merges = list(zip(parts[::2], parts[1::2]))
     tokenizer = Tokenizer(models.BPE(vocab=string_vocab, merges=string_merges, ignore_merges=ignore_merges))
     regex = resolve_pattern(pattern)
     if regex == GPT2_PATTERN:
