@@ -204,6 +204,30 @@ def merge_batch_packed(words: Sequence[bytes], tables: BatchTables, dtype: np.dt
                                                     (ends * dtype.itemsize).tolist())]
 
 
+def merge_batch_arrays(words: Sequence[bytes], tables: BatchTables, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """`merge_batch_packed`'s ids as two arrays, in word order: every word's ids end to end (`dtype`), and how many
+    each word has; one gather, no bytes object per word (for callers that want arrays, such as training's start
+    state).
+
+    >>> tables = BatchTables({0x61: 0, 0x62: 1}, {(0, 1): 0}, [2])
+    >>> ids, sizes = merge_batch_arrays([b"ab", b"ba", b""], tables, np.dtype("<u2"))
+    >>> ids.tolist(), sizes.tolist()
+    ([2, 1, 0], [1, 2, 0])
+    """
+    done = _merged_segments(words, tables)
+    if not done:
+        return np.zeros(0, dtype=dtype), np.zeros(0, dtype=np.intp)
+    segments = np.concatenate([ids for ids, _, _ in done])  # each word's ids and a separator
+    numbers = np.concatenate([numbers for _, numbers, _ in done])
+    lengths = np.concatenate([lengths for _, _, lengths in done])
+    order = np.argsort(numbers, kind="stable")
+    sizes = lengths[order] - 1
+    starts = (np.cumsum(lengths) - lengths)[order]
+    ends = np.cumsum(sizes)
+    positions = np.repeat(starts - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
+    return segments[positions].astype(dtype), sizes
+
+
 def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """merge_batch_packed's work: (segments, word numbers, segment lengths) of the words in the order they finished,
     each segment a word's ids and a separator."""

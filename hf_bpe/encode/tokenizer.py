@@ -33,7 +33,14 @@ from hf_bpe.encode.batches import batches_by_length, encode_in_worker
 from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
 from hf_bpe.encode.decoding import join_tokens
 from hf_bpe.encode.long_words import LONG_WORD_BYTES, merge_long_word_packed
-from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE, BatchTables, MissingByteError, merge_batch_packed, merge_ids
+from hf_bpe.encode.merge_kernels import (
+    MIN_BATCH_MERGE,
+    BatchTables,
+    MissingByteError,
+    merge_batch_arrays,
+    merge_batch_packed,
+    merge_ids,
+)
 from hf_bpe.encode.merge_table import MergeTableError, as_byte_pairs, merge_table, vocab_index
 from hf_bpe.encode.stream_cuts import stream_windows
 from hf_bpe.formats.gpt2 import load_gpt2_merges_numbered, load_gpt2_vocab
@@ -399,6 +406,20 @@ class Tokenizer:
         [[256, 99], [255]]
         """
         return self._merge_or_look_up(words) if self._ignore_merges else self._merge_all(words)
+
+    def merge_pretoken_arrays(self, words: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """`merge_pretoken_bytes` as two arrays, every word's ids end to end (`ID_DTYPE`) and how many each has: a
+        batch straight from the numpy kernel's arrays (`merge_batch_arrays`), with no bytes object per word."""
+        if (len(words) >= MIN_BATCH_MERGE and not self._ignore_merges
+                and type(self).merge_pretoken_bytes is Tokenizer.merge_pretoken_bytes  # not overridden
+                and max(map(len, words)) <= LONG_WORD_BYTES):
+            try:
+                return merge_batch_arrays(words, self._tables(), ID_DTYPE)
+            except MissingByteError:
+                pass  # the path below names the pre-token
+        packed = self.merge_pretoken_bytes(words)
+        sizes = np.fromiter(map(len, packed), dtype=np.intp, count=len(packed)) // ID_DTYPE.itemsize
+        return np.frombuffer(b"".join(packed), dtype=ID_DTYPE), sizes
 
     def _merge_all(self, words: Sequence[bytes]) -> list[bytes]:
         """`merge_pretoken_bytes` without looking words up whole."""

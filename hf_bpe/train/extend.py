@@ -40,7 +40,6 @@ import numpy as np
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
 from hf_bpe.common.parallel import default_num_workers, process_pool, worker_state
-from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.directory import load_directory_tokenizer
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
@@ -236,9 +235,7 @@ def _segment_in_worker(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]
 
 def _segment_batch(pretokens: list[bytes], base: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """The ids of a batch of pre-tokens as the base encodes them, end to end (`ID_DTYPE`), and each one's count."""
-    packed = base.merge_pretoken_bytes(pretokens)
-    sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // ID_DTYPE.itemsize
-    return np.frombuffer(b"".join(packed), dtype=ID_DTYPE), sizes
+    return base.merge_pretoken_arrays(pretokens)
 
 
 def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,
