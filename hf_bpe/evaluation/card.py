@@ -144,8 +144,8 @@ def _render(data: CardData, images: list[tuple[str, str]] | None, plots_asked: b
     """The card's text; `images` are the (file, description) of the plots drawn, None if none were drawn."""
     from hf_bpe.evaluation.token_counts import under_trained_section
 
-    vocab = data.tokenizer.vocab
-    num_byte_tokens = sum(len(token) == 1 for token_id, token in vocab.items() if token_id not in data.special_ids)
+    vocab, special_ids = data.tokenizer.vocab, data.special_ids  # a property: made once, not once per token
+    num_byte_tokens = sum(len(token) == 1 for token_id, token in vocab.items() if token_id not in special_ids)
     coverage = ("Any text encodes (there is no unknown token) and decodes back exactly." if num_byte_tokens == 256
                 else "Some bytes have no token, so not every text can be encoded.")
     num_special = len(data.tokenizer.special_tokens)
