@@ -15,12 +15,13 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
+from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.formats.gpt2 import str_to_token, unicode_to_bytes
 from hf_bpe.pretokenize import resolve_pattern, validate_special_tokens
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
-from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
-from hf_bpe.train.superword import check_superword_options, continue_with_superwords
+from hf_bpe.train.superword import check_superword_options, continue_with_superwords, stage_one_tokenizer
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -63,9 +64,9 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
 
-    def count(regex: str) -> Mapping[bytes, int]:
+    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
         return count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,
-                                        engine=engine_used, pattern=regex)
+                                        engine=engine_used, pattern=regex, convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
                           max_token_length)
@@ -93,21 +94,24 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
     if stage_two is not None and iter(texts) is texts:
         raise TypeError("SuperBPE counts the texts twice: give a list or a dataset column, not an iterator")
 
-    def count(regex: str) -> Mapping[bytes, int]:
-        return count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress, pattern=regex)
+    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
+        return count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress, pattern=regex,
+                                           convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
                           max_token_length)
 
 
-def _train_counted(count: Callable[[str], Mapping[bytes, int]], regex: str, stage_two: tuple[int, str] | None,
+def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], regex: str,
+                   stage_two: tuple[int, str] | None,
                    vocab_size: int, specials: list[str], progress: bool | None, verbose: bool, min_frequency: int,
                    max_token_length: int | None) -> tuple[Vocab, Merges]:
     """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
-    count again with the stage-2 pattern and continue."""
+    count again with the stage-2 pattern, each pre-token segmented into stage-1 tokens where it is counted (in the
+    workers), and continue."""
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
-    words = _Words.of_counts(count(regex))
+    words = _Words.of_counts(count(regex, None))
     options = {"min_frequency": min_frequency, "max_token_length": max_token_length}
     if stage_two is None:
         return _train(words, vocab_size, specials, progress, verbose, counting_seconds=time.perf_counter() - start,
@@ -115,10 +119,12 @@ def _train_counted(count: Callable[[str], Mapping[bytes, int]], regex: str, stag
     transition, superword_regex = stage_two
     stage_one = _train(words, transition, specials, progress, verbose, time.perf_counter() - start, **options)
     del words
+    release_free_memory()  # the stage-2 workers fork from this process: not from the freed pages of stage 1
     start = time.perf_counter()
-    return continue_with_superwords(stage_one, count(superword_regex), vocab_size, specials, progress=progress,
-                                    verbose=verbose, counting_seconds=time.perf_counter() - start,
-                                    consume_counts=True, **options)
+    segmented = count(superword_regex, stage_one_tokenizer(stage_one).segment_counts)
+    return continue_with_superwords(stage_one, segmented, vocab_size, specials, progress=progress, verbose=verbose,
+                                    counting_seconds=time.perf_counter() - start, consume_counts=True,
+                                    segmented=True, **options)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,

@@ -89,6 +89,8 @@ _CUT_WINDOW = 1 << 12
 _BETWEEN_WORDS_CUT = re.compile(b"".join(b"(?<!" + re.escape(char.encode()) + b")" for char in WHITESPACE_CHARS)
                                 + _SPACE_CUT.pattern)
 _CUT_LOOKBEHIND = 3
+# Maps one task's pre-token counts to the counts summed instead (`count_pretokens_in_files(..., convert=)`).
+Convert = Callable[[Counter[bytes]], Counter[bytes]]
 
 
 
@@ -149,7 +151,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
                              num_workers: int | None = None, errors: str = "strict",
                              chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: bool | None = None,
                              engine: CountingEngine | None = None, stats: CountStats | None = None,
-                             pattern: str | None = None) -> Counter[bytes]:
+                             pattern: str | None = None, convert: Convert | None = None) -> Counter[bytes]:
     """Pre-token counts of UTF-8 text files, read in chunks by `num_workers` processes (default: one per usable CPU).
 
     `num_workers=1` counts in this process, as does the default for less than `MIN_PARALLEL_BYTES` of input.
@@ -158,6 +160,8 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     byte offset of the first bad byte. A UTF-16 or UTF-32 file (byte order mark) is refused before counting. An empty
     file among others is skipped; if every file is empty, that is an `InputError`. `progress=None` shows a tqdm bar
     (bytes processed) when stderr is a terminal. `engine` counts the chunks elsewhere (see the module docstring).
+    `convert`, if given, maps each chunk's pre-token counts to what is summed instead, where the chunk is counted
+    (in the workers: SuperBPE's stage 2 segments its pre-tokens there); it must be picklable for Ray.
 
     Memory is bounded by the chunk size and the table of distinct pre-tokens, not the file size (see the module
     docstring and `find_chunk_boundaries`). On Linux the workers are forked when no other thread runs, so a script
@@ -185,19 +189,21 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
         small = num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES
         engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
     with progress_bar(progress, desc="counting pre-tokens", total=sum(sizes), unit="B", unit_scale=True) as bar:
-        return engine.count(tasks, _FileTask(errors, regex), specials, bar)
+        return engine.count(tasks, _converted(_FileTask(errors, regex), convert, specials), specials, bar)
 
 
 def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[str] = (), *,
                                 num_workers: int | None = None, progress: bool | None = None,
-                                engine: CountingEngine | None = None, pattern: str | None = None) -> Counter[bytes]:
+                                engine: CountingEngine | None = None, pattern: str | None = None,
+                                convert: Convert | None = None) -> Counter[bytes]:
     """Pre-token counts of an iterable of texts (e.g. a `datasets` column), counted in parallel in batches.
 
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
     counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `_batches`).
-    `engine` counts the batches elsewhere (see the module docstring). Over a streaming dataset, most of the memory is
+    `engine` counts the batches elsewhere (see the module docstring); `convert` as for `count_pretokens_in_files`.
+    Over a streaming dataset, most of the memory is
     `datasets`' own, whose pages the forked workers share (docs/benchmarks.md, "Streaming from a dataset").
     """
     check_num_workers(num_workers)
@@ -211,10 +217,11 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
             second = next(batches, None)
             if second is None:
                 bar.update(first.texts)
-                return count_pretokens(first, specials, pattern=regex)
+                counts = count_pretokens(first, specials, pattern=regex)
+                return counts if convert is None else convert(counts)
             batches = _chain_batches(first, second, batches)
             engine = LocalCountingEngine(num_workers)
-        return engine.count(batches, _BatchTask(regex), specials, bar)
+        return engine.count(batches, _converted(_BatchTask(regex), convert, specials), specials, bar)
 
 
 def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_tokens: Sequence[bytes] = (), *,
@@ -321,6 +328,29 @@ class _BatchTask:
         for text in batch:
             counter.add_text(replace_surrogates(text), self.pattern)
         return getattr(batch, "texts", len(batch))
+
+
+class _Converted:
+    """Runs a task on a counter of its own and adds `convert` of its pre-token counts to the engine's counter, whose
+    pre-token table goes to the parent (`count_pretokens_in_files(..., convert=)`)."""
+
+    def __init__(self, run: Callable[[PieceCounter, Any], int], convert: Convert, special_tokens: Sequence[str]
+                 ) -> None:
+        self.run, self.convert, self.special_tokens = run, convert, list(special_tokens)
+        self.own: PieceCounter | None = None
+
+    def __call__(self, counter: PieceCounter, task: Any) -> int:
+        if self.own is None:  # one per process, emptied by each task
+            self.own = PieceCounter(self.special_tokens)
+        own = self.own
+        size = self.run(own, task)
+        counter.pretokens.update(self.convert(own.pretoken_counts()))
+        return size
+
+
+def _converted(run: Callable[[PieceCounter, Any], int], convert: Convert | None, special_tokens: Sequence[str]
+               ) -> Callable[[PieceCounter, Any], int]:
+    return run if convert is None else _Converted(run, convert, special_tokens)
 
 
 def _find_replacements(tasks: list[tuple[str, int, int]], stats: CountStats) -> None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
@@ -116,7 +117,9 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     del stage_two
     if consume_counts:
         counts.clear()  # type: ignore[attr-defined]
+        release_free_memory()
     pairs = PairCounts(words)
+    release_free_memory()
     cut = pairs.guess_last_count(num_merges) if cut_below is None else cut_below
     options = {"token_counts": counted, "max_token_length": max_token_length}
     id_merges: list[tuple[int, int]] = []
@@ -124,6 +127,7 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
         before = None if counted is None else counted.copy()
         parts = cut_at_rare_pairs(words, pairs, cut, counted)
         del pairs
+        release_free_memory()  # the temporaries of counting and cutting, before the merge loop's arrays
         id_merges = _merge(parts, num_merges, progress, **options, min_frequency=cut)
         if len(id_merges) < num_merges and counted is not None:
             counted[:] = before  # type: ignore[index]

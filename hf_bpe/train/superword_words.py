@@ -10,7 +10,7 @@ only where the totals are compared with a cut, uint64 (`np.add.at`) for token co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -63,6 +63,8 @@ class PairCounts:
         self.ends = np.cumsum(words.lengths)
         self.frequencies = words.frequencies
         self.base = words.first_new_id
+        # Codes below 2**32 take half the memory: the blocks' distinct codes are sorted together at the end.
+        self.code_dtype = np.dtype(np.uint32) if self.base * self.base <= 1 << 32 else np.dtype(np.int64)
         codes, sums = [], []
         for start in range(0, len(self.data), PAIR_BLOCK):
             block_codes, weights = self._block(start, with_weights=True)
@@ -70,7 +72,7 @@ class PairCounts:
             codes.append(distinct)
             sums.append(np.bincount(inverse, weights=weights, minlength=len(distinct)))
         if not codes:
-            codes, sums = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.float64)]
+            codes, sums = [np.zeros(0, dtype=self.code_dtype)], [np.zeros(0, dtype=np.float64)]
         self.distinct, inverse = np.unique(np.concatenate(codes), return_inverse=True)
         self.totals = np.bincount(inverse, weights=np.concatenate(sums), minlength=len(self.distinct))
 
@@ -82,7 +84,7 @@ class PairCounts:
         ends = self.ends[first:last + 1]
         inside = np.ones(stop - start, dtype=bool)
         inside[ends[ends <= stop] - 1 - start] = False  # words' last tokens start no pair
-        left = self.data[start:stop].astype(np.int64)
+        left = self.data[start:stop].astype(self.code_dtype)
         right = self.data[start + 1:stop + 1]
         if len(right) < len(left):  # the data's last token, always a word's last
             right = np.append(right, 0)
@@ -96,16 +98,18 @@ class PairCounts:
 
     def rare(self, cut_below: int) -> np.ndarray:
         """The positions where a pair counting less than `cut_below` starts."""
+        return np.concatenate([np.zeros(0, dtype=np.int64), *self.rare_blocks(cut_below)])
+
+    def rare_blocks(self, cut_below: int) -> Iterator[np.ndarray]:
+        """`rare`, a block of positions at a time."""
         frequent = self.distinct[self.totals >= cut_below]
-        found = []
         for start in range(0, len(self.data), PAIR_BLOCK):
             codes, at = self._block(start)
             if len(frequent):
                 index = np.minimum(np.searchsorted(frequent, codes), len(frequent) - 1)
-                found.append(at[frequent[index] != codes])
+                yield at[frequent[index] != codes]
             else:
-                found.append(at)
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+                yield at
 
     def guess_last_count(self, num_merges: int) -> int:
         """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
@@ -142,12 +146,13 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_co
     starts = np.zeros(len(data), dtype=bool)
     word_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     starts[word_starts] = True
-    starts[pairs.rare(cut_below) + 1] = True
+    for rare in pairs.rare_blocks(cut_below):
+        starts[rare + 1] = True
     parts_per_word = np.add.reduceat(starts, word_starts, dtype=np.int64)
-    part_starts = np.flatnonzero(starts)
-    del starts
+    part_starts = np.flatnonzero(starts).astype(np.int32 if len(data) < 1 << 31 else np.int64)
+    del starts, word_starts
     part_frequencies = np.repeat(words.frequencies, parts_per_word)
-    part_lengths = np.diff(np.append(part_starts, len(data)))
+    part_lengths = np.diff(part_starts, append=len(data))
     single = part_lengths == 1
     if token_counts is not None and single.any():
         np.add.at(token_counts, data[part_starts[single]], part_frequencies[single].astype(np.uint64))

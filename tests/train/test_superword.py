@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_iterator
 from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
-from hf_bpe.train import superword, superword_words
+from hf_bpe.train import count, superword, superword_words
 from hf_bpe.train._reference import reference_superword_train
-from hf_bpe.train.count import count_pretokens_in_iterator
+from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, continue_with_superwords
+from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, continue_with_superwords, stage_one_tokenizer
 from tests import FIXTURES
 from tests.pretokenize.test_patterns import QWEN2, pattern_text
 from tests.train.test_extend import random_bases
@@ -121,6 +121,28 @@ def test_files_and_worker_processes_train_the_same_superwords(tmp_path: Path) ->
         return re.search(rb"[^\s] ", vocab[token_id]) is not None
 
     assert any(map(bridges_a_space, stages.stage_two)) and not any(map(bridges_a_space, stages.stage_one))
+
+
+@pytest.mark.parametrize(("workers", "chunk_bytes", "cache"), [(1, 1 << 20, 1 << 17), (2, 1000, 3), (3, 257, 0)])
+def test_workers_segment_what_they_count_as_the_counts_are_segmented(tmp_path: Path, workers: int, chunk_bytes: int,
+                                                                     cache: int, monkeypatch: pytest.MonkeyPatch
+                                                                     ) -> None:
+    # Stage 2 segments each chunk's pre-tokens in the worker that counts it (`convert=`): whatever the chunks, the
+    # workers and how many pieces each keeps known, the sum is the segmentation of the whole counts.
+    monkeypatch.setattr(superword, "PIECE_CACHE", cache)
+    monkeypatch.setattr(count, "BATCH_CHARS", chunk_bytes)  # texts to the workers in batches too
+    texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)
+    texts.append("It costs 1234567 dollars, by the way. " * 50)
+    path = tmp_path / "corpus.txt"
+    path.write_text(ENDOFTEXT.join(texts), encoding="utf-8")
+    tokenizer = stage_one_tokenizer(train_bpe_from_iterator(texts, 400, [ENDOFTEXT], num_workers=1))
+    counts = count_pretokens_in_iterator(texts, [ENDOFTEXT], num_workers=1, pattern="superword")
+    expected = StageOneTokenizer(tokenizer.vocab, tokenizer.merges).segment_counts(counts)
+    assert len(expected) == len(counts) and sum(expected.values()) == sum(counts.values())
+    assert count_pretokens_in_files(path, [ENDOFTEXT], num_workers=workers, chunk_bytes=chunk_bytes,
+                                    pattern="superword", convert=tokenizer.segment_counts) == expected
+    assert count_pretokens_in_iterator(texts, [ENDOFTEXT], num_workers=workers, pattern="superword",
+                                       convert=tokenizer.segment_counts) == expected
 
 
 def test_the_saved_directory_encodes_as_training_ended(tmp_path: Path) -> None:
