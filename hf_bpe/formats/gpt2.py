@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from itertools import accumulate, repeat
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -62,30 +62,37 @@ def token_to_str(token: bytes) -> str:
     return token.decode("latin-1").translate(_byte_characters())
 
 
+# Separates the strings of many tokens made or read in one go: a character that no byte maps to, and whose own code
+# point no token character has (so that `str.split` cuts there only).
+_SEPARATOR = "\n"
+
+
 @lru_cache(maxsize=1)
 def _byte_of_code_point() -> np.ndarray:
-    """`unicode_to_bytes` as an array: the byte of each mapping character, indexed by its code point (all are below
-    U+0144)."""
-    table = np.zeros(max(map(ord, unicode_to_bytes())) + 1, dtype=np.uint8)
+    """`unicode_to_bytes` as an array indexed by code point (all mapping characters are below U+0144): each mapping
+    character's byte, and U+0100 for `_SEPARATOR`."""
+    table = np.zeros(max(map(ord, unicode_to_bytes())) + 1, dtype="<u2")
     for char, byte in unicode_to_bytes().items():
         table[ord(char)] = byte
+    table[ord(_SEPARATOR)] = 0x100
     return table
 
 
 def strs_to_tokens(texts: list[str]) -> list[bytes] | None:
     """`str_to_token` of each text, in C and numpy (the texts' code points, in UTF-16 as all mapping characters are
-    below U+0144, looked up in one gather); None if a character of some text is not in the byte mapping (the caller
-    names it).
+    below U+0144, looked up in one gather; the Latin-1 string of their bytes split at the separators); None if a
+    character of some text is not in the byte mapping (the caller names it).
 
-    >>> strs_to_tokens(["Ġthe", "Ċÿ"]), strs_to_tokens(["a b"])
-    ([b' the', b'\\n\\xff'], None)
+    >>> strs_to_tokens(["Ġthe", "", "Ċÿ"]), strs_to_tokens(["a b"])
+    ([b' the', b'', b'\\n\\xff'], None)
     """
-    joined = "".join(texts)
-    if not set(joined) <= unicode_to_bytes().keys():
-        return None
-    data = _byte_of_code_point()[np.frombuffer(joined.encode("utf-16-le"), dtype="<u2")].tobytes()
-    ends = list(accumulate(map(len, texts)))
-    return list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    if not texts:
+        return []
+    joined = _SEPARATOR.join(texts)
+    if not set(joined) <= unicode_to_bytes().keys() | {_SEPARATOR} or joined.count(_SEPARATOR) != len(texts) - 1:
+        return None  # a character outside the mapping (a separator inside a text among them)
+    units = _byte_of_code_point()[np.frombuffer(joined.encode("utf-16-le"), dtype="<u2")]
+    return list(map(str.encode, units.tobytes().decode("utf-16-le").split("\u0100"), repeat("latin-1")))
 
 
 @lru_cache(maxsize=1)
@@ -95,15 +102,18 @@ def _code_unit_of_byte() -> np.ndarray:
 
 
 def tokens_to_strs(tokens: list[bytes]) -> list[str]:
-    """`token_to_str` of each token, in one go (one numpy gather of the characters, one decode): saving a vocabulary
-    writes every token twice.
+    """`token_to_str` of each token, in one go (one numpy gather of the characters, with a separator after each
+    token, one decode, one split): saving a vocabulary writes every token twice.
 
     >>> tokens_to_strs([b" the", b"", b"\\n\\xff"])
     ['Ġthe', '', 'Ċÿ']
     """
-    text = _code_unit_of_byte()[np.frombuffer(b"".join(tokens), dtype=np.uint8)].tobytes().decode("utf-16-le")
-    ends = list(accumulate(map(len, tokens)))
-    return list(map(text.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    lengths = np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens))
+    units = np.full(len(tokens) + int(lengths.sum()), ord(_SEPARATOR), dtype="<u2")
+    characters = np.ones(len(units), dtype=bool)
+    characters[np.cumsum(lengths + 1) - 1] = False
+    units[characters] = _code_unit_of_byte()[np.frombuffer(b"".join(tokens), dtype=np.uint8)]
+    return units.tobytes().decode("utf-16-le").split(_SEPARATOR)[:-1]
 
 
 def str_to_token(text: str) -> bytes:

@@ -38,11 +38,11 @@ def test_token_strings_round_trip(token: bytes) -> None:
     assert str_to_token(token_to_str(token)) == token
 
 
-@given(st.lists(st.binary(max_size=12), max_size=30), st.sampled_from(["", " ", "a b", "\u0144", "\U0001F600"]))
+@given(st.lists(st.binary(max_size=12), max_size=30), st.sampled_from(["", " ", "a b", "\n", "\u0144", "\U0001F600"]))
 def test_token_strings_read_in_one_go_as_one_by_one(tokens: list[bytes], stranger: str) -> None:
     """The fast paths of saving and loading (`tokens_to_strs`, `strs_to_tokens`) against `token_to_str` and
-    `str_to_token`; a character outside the byte mapping (a
-    space, the one after the mapping's last, one outside UTF-16's first plane) sends them to the plain loop."""
+    `str_to_token`; a character outside the byte mapping (a space, a line feed, which the fast paths put between
+    tokens, the one after the mapping's last, one outside UTF-16's first plane) sends them to the plain loop."""
     texts = list(map(token_to_str, tokens))
     assert tokens_to_strs(tokens) == texts
     assert strs_to_tokens(texts) == list(map(str_to_token, texts))
