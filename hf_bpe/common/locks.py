@@ -29,6 +29,8 @@ import errno
 import os
 import re
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,11 +63,31 @@ def output_lock(directory: Path, name: str, what: str) -> Iterator[None]:
 
     The lock file holds the owner's PID (for the message) and is removed when the block ends.
     """
-    fd = _acquire(lock_path(directory, name), what)
+    fd: int | None = None
     try:
+        with signals_held():  # between making the lock file and holding fd here, a signal would leave it behind
+            fd = _acquire(lock_path(directory, name), what)
         yield
     finally:
         _release(lock_path(directory, name), fd)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (in the main thread, where Python runs their handlers): for a
+    step that makes something and hands it to the clean-up that removes it.
+
+    >>> with signals_held():
+    ...     pass
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _acquire(path: Path, what: str) -> int | None:
@@ -133,9 +155,11 @@ def run_directory(directory: Path, name: str) -> Iterator[Path]:
     remove_abandoned(directory, name)
     path = directory / f".{name}.tmp-{os.getpid()}"
     shutil.rmtree(path, ignore_errors=True)  # an earlier block of this process that could not remove it
-    path.mkdir()
     fd: int | None = None
     try:
+        # Made inside the try: a signal that interrupts right after mkdir still removes it (the path has this
+        # process's PID, so it is ours to remove even when mkdir fails).
+        path.mkdir()
         fd = os.open(path / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         if fcntl is not None:
             try:

@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from hf_bpe.common.errors import InputError, describe_os_error
-from hf_bpe.common.locks import output_lock, run_directory
+from hf_bpe.common.locks import output_lock, remove_abandoned, run_directory, signals_held
 
 
 @contextmanager
@@ -39,22 +39,22 @@ def created_directories(directory: Path, name: Path | None = None) -> Iterator[P
     """
     created: list[Path] = []
     name = name or directory
-    for path in [*reversed(directory.parents), directory]:
-        if path.is_dir():
-            continue
-        try:
-            path.mkdir()
-        except FileExistsError:
-            if not path.is_dir():
-                _remove_empty(created)
-                raise InputError(f"{name}: cannot create the directory: {path} exists and is not a "
-                                 f"directory") from None
-            continue
-        except OSError as error:
-            _remove_empty(created)
-            raise InputError(f"{name}: cannot create the directory: {describe_os_error(error)}") from None
-        created.append(path)
     try:
+        for path in [*reversed(directory.parents), directory]:
+            if path.is_dir():
+                continue
+            created.append(path)  # before mkdir: a signal that interrupts right after it still removes it
+            try:
+                path.mkdir()
+            except FileExistsError:
+                created.pop()
+                if not path.is_dir():
+                    raise InputError(f"{name}: cannot create the directory: {path} exists and is not a "
+                                     f"directory") from None
+                continue
+            except OSError as error:
+                created.pop()
+                raise InputError(f"{name}: cannot create the directory: {describe_os_error(error)}") from None
         yield directory
     except BaseException:
         _remove_empty(created)
@@ -65,8 +65,10 @@ def _remove_empty(directories: list[Path]) -> None:
     for path in reversed(directories):
         try:
             path.rmdir()
+        except FileNotFoundError:
+            continue  # not made yet (interrupted before its mkdir)
         except OSError:
-            return  # not empty (or gone): leave it and its parents
+            return  # not empty: leave it and its parents
 
 
 def check_writable(directory: Path, what: str, min_free_bytes: int = 0) -> None:
@@ -114,13 +116,18 @@ def staging_directory(target: Path, replace: bool = False, min_free_bytes: int =
     """
     _check_target(target, replace)
     with created_directories(target.parent, target), ExitStack() as stack:
+        # A signal between a context's yield and the stack taking its exit would leave its directory or lock file
+        # behind: signals wait for the stack (the slow part, old runs' directories, is removed before).
         try:
-            work = stack.enter_context(run_directory(target.parent, target.name))
+            remove_abandoned(target.parent, target.name)
+            with signals_held():
+                work = stack.enter_context(run_directory(target.parent, target.name))
             staging = work / target.name
             staging.mkdir()
         except OSError as error:
             raise InputError(f"{target}: cannot create the directory: {error.strerror or error}") from None
-        stack.enter_context(output_lock(target.parent, target.name, str(target)))
+        with signals_held():
+            stack.enter_context(output_lock(target.parent, target.name, str(target)))
         _check_target(target, replace)  # again: another run may have written it before this one took the lock
         check_writable(staging, str(target), min_free_bytes)
         yield staging
