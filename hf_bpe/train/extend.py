@@ -2,10 +2,12 @@
 learned on new text, every base id and merge unchanged.
 
 It is the one merge loop (`hf_bpe.train.merge_loop._merge`) from another start state (`merge_loop._Words`): each
-distinct pre-token of the corpus is split into base tokens by hf_bpe's encoder (`Tokenizer.merge_pretoken_bytes`:
-the base merges in rank order, in numpy batches, giant pre-tokens in bounded memory), and merging goes on from that
-segmentation with the usual tie rule until the vocabulary is full. New tokens take the ids after the base's largest
-id (special tokens included). The plain definition is `hf_bpe.train._reference.reference_extend_from_counts`.
+distinct pre-token of the corpus is split into base tokens by hf_bpe's encoder (`Tokenizer.merge_pretoken_arrays`:
+the base merges in rank order, in numpy batches, giant pre-tokens in bounded memory; shortest first, in worker
+processes: `base_words`), and merging goes on from that segmentation with the usual tie rule until the vocabulary
+is full, over the base ids the words hold renumbered 0, 1, ... (`compact_ids`). New tokens take the ids after the
+base's largest id (special tokens included). The plain definition is
+`hf_bpe.train._reference.reference_extend_from_counts`.
 
 The interface, for continuing from any stage (SuperBPE's stage 2 is `extend_bpe(stage_1, ..., pattern=superword)`):
 
@@ -39,7 +41,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg
-from hf_bpe.common.parallel import default_num_workers, process_pool, worker_state
+from hf_bpe.common.parallel import default_num_workers, multiprocessing_context, process_pool, worker_state
 from hf_bpe.encode.directory import load_directory_tokenizer
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
@@ -154,8 +156,8 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
 
     The pre-tokens are split in batches of `SEGMENT_BATCH`, shortest first (the words of a batch then finish their
     merges together: fewer numpy steps per word), in `num_workers` processes when there are at least
-    `MIN_PARALLEL_BATCHES` batches (`hf_bpe.common.parallel.process_pool`: forked, they inherit the pre-tokens and the
-    base, and send back each batch's ids as one buffer).
+    `MIN_PARALLEL_BATCHES` batches and they can be forked (`hf_bpe.common.parallel.process_pool`: they inherit the
+    pre-tokens and the base, and send back each batch's ids as two arrays).
 
     >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> words = base_words({b"abc": 2, b"ab": 5, b"ba": 1}, base)
@@ -221,7 +223,9 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """`_segment_batch` of each batch of `bounds` in order: in this process, or in a pool of `num_workers`."""
     workers = min(num_workers, len(bounds))
-    if workers <= 1 or len(bounds) < MIN_PARALLEL_BATCHES:
+    # Spawned workers (threads running here, as after `ray.init`) would import hf_bpe and unpickle the pre-tokens
+    # and the base: about what splitting them costs.
+    if workers <= 1 or len(bounds) < MIN_PARALLEL_BATCHES or multiprocessing_context().get_start_method() != "fork":
         yield from (_segment_batch(pretokens[start:stop], base) for start, stop in bounds)
         return
     with process_pool(workers, (pretokens, base)) as pool:

@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,27 @@ def test_two_workers_extend_as_one(trained_base, monkeypatch) -> None:
     assert results[0] == results[1]
     assert results[0][0] == reference_extend_from_counts(counts, trained_base.vocab, trained_base.merges,
                                                          len(trained_base.vocab) + 60)
+
+
+def test_with_a_thread_running_the_pre_tokens_are_split_here(trained_base, monkeypatch) -> None:
+    """Workers could not be forked (as after `ray.init`), and spawning them would cost more than splitting: this
+    process splits, with the same result."""
+    counts = gpt2_like_counts(300, 2)
+    monkeypatch.setattr(extend, "SEGMENT_BATCH", 7)
+    pools: list[int] = []
+    real_pool = extend.process_pool
+    monkeypatch.setattr(extend, "process_pool", lambda workers, state: pools.append(workers) or real_pool(workers,
+                                                                                                         state))
+    expected = words_state(counts, trained_base, 1)
+    assert words_state(counts, trained_base, 2) == expected and pools == [2]
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert words_state(counts, trained_base, 2) == expected and pools == [2]
+    finally:
+        stop.set()
+        thread.join()
 
 
 def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_workers(monkeypatch) -> None:
