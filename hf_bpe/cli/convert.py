@@ -100,6 +100,7 @@ def run_convert(args: argparse.Namespace) -> int:
     """Run `hf-bpe convert` with parsed arguments; InputError is left to the caller to report."""
     from hf_bpe._version import __version__
     from hf_bpe.common.outputs import staging_directory
+    from hf_bpe.encode.tokenizer import Tokenizer
     from hf_bpe.evaluation.card import TRAINING_INFO_FILE, write_model_card
     from hf_bpe.formats.directory_specials import describe_aliases
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
@@ -125,7 +126,9 @@ def run_convert(args: argparse.Namespace) -> int:
             # tiktoken looks a pre-token up whole before merging: tokens it reaches no other way need that.
             save_tokenizer_directory(staging, vocab, merges, special_tokens, pattern=pattern, ignore_merges=True)
             (staging / TRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-            write_model_card(staging, training_info=info,
+            # The card describes the tokenizer made here rather than reading the directory back.
+            tokenizer = Tokenizer(vocab, merges, special_tokens, pattern=pattern, ignore_merges=True)
+            write_model_card(staging, training_info=info, tokenizer=tokenizer,
                              title=f"Byte-level BPE tokenizer converted from {source.name}")
         except OSError as error:
             raise InputError(f"{args.out}: cannot write the tokenizer: {describe_os_error(error)} "
