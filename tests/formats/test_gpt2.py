@@ -11,6 +11,7 @@ from hf_bpe.common.errors import InputError
 from hf_bpe.formats.gpt2 import (
     MERGES_HEADER,
     bytes_to_unicode,
+    indented_json_of_ints,
     load_gpt2,
     load_gpt2_merges,
     load_gpt2_merges_numbered,
@@ -48,6 +49,11 @@ def test_token_strings_read_in_one_go_as_one_by_one(tokens: list[bytes], strange
     assert strs_to_tokens(texts) == list(map(str_to_token, texts))
     if stranger:
         assert strs_to_tokens([*texts, "Ġ" + stranger]) is None
+
+
+@given(st.dictionaries(st.text(), st.integers(0, 2**40), max_size=20))
+def test_vocab_json_text_is_jsons(vocab: dict[str, int]) -> None:
+    assert indented_json_of_ints(vocab) == json.dumps(vocab, ensure_ascii=False, indent=2)
 
 
 def test_real_gpt2_files_load() -> None:
