@@ -20,7 +20,7 @@ from itertools import chain
 from operator import itemgetter
 
 from hf_bpe.encode.merge_kernels import PairRanks
-from hf_bpe.formats.tiktoken_merges import DerivedMerges
+from hf_bpe.formats.tiktoken_merges import DerivedMerges, LazyMerges
 
 
 class MergeTableError(ValueError):
@@ -54,13 +54,16 @@ def vocab_index(vocab: Mapping[int, bytes], max_id: int = 2**32 - 2) -> dict[byt
 
 
 def as_byte_pairs(merges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """The merges as a new list of (bytes, bytes) (bytearrays and memoryviews are copied, bytes kept as they are).
+    """The merges as a new list of (bytes, bytes) (bytearrays and memoryviews are copied, bytes kept as they are); a
+    `LazyMerges`, read-only, is kept as it is.
 
     >>> as_byte_pairs([(bytearray(b"a"), b"b")])
     [(b'a', b'b')]
     """
     if type(merges) is DerivedMerges:
         return merges.copy()  # checked when derived, and keeps their ids
+    if type(merges) is LazyMerges:
+        return merges  # type: ignore[return-value]  # read-only: kept as it is, its pairs made only when read
     pairs = list(merges)
     if {tuple} >= set(map(type, pairs)) and {2} >= set(map(len, pairs)) \
             and {bytes} >= set(map(type, chain.from_iterable(pairs))):
@@ -71,7 +74,7 @@ def as_byte_pairs(merges: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, by
 def merge_table(token_ids: Mapping[bytes, int], merges: Sequence[tuple[bytes, bytes]]) -> tuple[PairRanks, list[int]]:
     """((left id, right id) -> rank, rank -> id of the merged token) of `merges` (byte pairs) over a vocab's
     `token_ids`. Raises MergeTableError for the first merge whose parts or result are not in the vocab."""
-    known = merges.known_ids(token_ids) if type(merges) is DerivedMerges else None
+    known = merges.known_ids(token_ids) if type(merges) in (DerivedMerges, LazyMerges) else None  # type: ignore[attr-defined]
     if known is not None:
         return _pair_ranks(list(zip(known[0], known[1]))), known[2]
     get = token_ids.get

@@ -153,7 +153,7 @@ class Tokenizer:
         """Load a `.tiktoken` file: ranks are ids, merges derived from them, each special token at its given id (see
         `hf_bpe.formats.tiktoken_files`; several may share one). The file has no pattern: pass tiktoken's, e.g.
         "cl100k" for cl100k_base. Like tiktoken, a pre-token that is a token is that token (`ignore_merges`)."""
-        vocab, merges, specials = load_tiktoken(path, special_tokens)
+        vocab, merges, specials = load_tiktoken(path, special_tokens, lazy=True)  # pairs of bytes made when read
         return cls(vocab, merges, specials, pattern=pattern, cache_bytes=cache_bytes, ignore_merges=True)
 
     # ------------------------------------------------------------------------------------------------- properties

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import read_small_bytes, write_atomically
-from hf_bpe.formats.tiktoken_merges import derive_merges
+from hf_bpe.formats.tiktoken_merges import derive_lazy_merges, derive_merges
 from hf_bpe.pretokenize import validate_special_tokens
 
 #: The largest rank (token id) accepted: tiktoken's ranks are 32-bit, and hf_bpe's id arrays keep 2**32 - 1 apart.
@@ -132,8 +132,8 @@ def _read_canonical(data: bytes) -> tuple[dict[bytes, int], Callable[[int], int]
     return ranks, line_of
 
 
-def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int] | None = None
-                  ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
+def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int] | None = None, *,
+                  lazy: bool = False) -> tuple[dict[int, bytes], Sequence[tuple[bytes, bytes]], dict[str, int]]:
     """(vocab, merges, special tokens) of a `.tiktoken` file, for `hf_bpe.Tokenizer` and `save_tokenizer_directory`:
     the ranks are the ids, the merges are derived from the ranks (`derive_merges`), and each special token joins the
     vocab at the id `special_tokens` gives it (tiktoken's `special_tokens=`). The special tokens come back as
@@ -142,10 +142,11 @@ def load_tiktoken(path: str | os.PathLike[str], special_tokens: Mapping[str, int
     decodes o200k_harmony's 200018 as `<|endofprompt|>`), and each encodes to it.
 
     Raises InputError naming the file (and the line) for a malformed file, and for a special token whose id is a rank
-    of the file or whose text is one of its tokens.
+    of the file or whose text is one of its tokens. `lazy`: the merges as a `LazyMerges` (made into pairs of bytes
+    only when read, as `hf_bpe.Tokenizer.from_tiktoken` keeps them) instead of a list.
     """
     ranks, line_of = _read_ranks(path)
-    merges = derive_merges(ranks).merges
+    merges = derive_lazy_merges(ranks) if lazy else derive_merges(ranks).merges
     vocab = dict(zip(ranks.values(), ranks))
     specials = dict(special_tokens or {})
     validate_special_tokens(list(specials))

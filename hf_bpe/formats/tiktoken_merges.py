@@ -40,7 +40,7 @@ RankMerges(merges=[(b'b', b'c'), (b'a', b'b'), (b'a', b'bc'), (b'c', b'ab')], un
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from operator import is_
 from typing import Any, NamedTuple
 
@@ -59,21 +59,39 @@ _EXACT_BANDS = 16
 _FEW_ROWS = 4096
 
 
+class _Derivation(NamedTuple):
+    """What `_derive` finds: the tokens in rank order and their ranks (`ids`), the indices (in `tokens`) of the
+    left and right part of each merge, the (left ids, right ids, merged ids) of the merges, the unreachable tokens."""
+
+    tokens: list[bytes]
+    ids: list[int]
+    lefts: np.ndarray
+    rights: np.ndarray
+    merge_ids: tuple[list[int], list[int], list[int]]
+    unreachable: list[bytes]
+
+    def pairs(self) -> list[tuple[bytes, bytes]]:
+        get = self.tokens.__getitem__
+        return list(zip(map(get, self.lefts.tolist()), map(get, self.rights.tolist())))
+
+    def known_ids(self, token_ids: Mapping[bytes, int]) -> tuple[list[int], list[int], list[int]] | None:
+        """`merge_ids` if `token_ids` gives every token its rank, else None."""
+        return self.merge_ids if list(map(token_ids.get, self.tokens)) == self.ids else None
+
+
 class DerivedMerges(list):  # type: ignore[type-arg]
     """`derive_merges`' merges, a list of (bytes, bytes) that also keeps the ids (ranks) of each merge's parts and
     result, so that `hf_bpe.encode.merge_table` need not look 3 x 200,000 tokens up again: `known_ids`. A copy
     (`copy`) keeps them; a pickle is a plain list."""
 
-    def __init__(self, merges: Iterable[tuple[bytes, bytes]], tokens: list[bytes], ids: list[int],
-                 merge_ids: tuple[list[int], list[int], list[int]]) -> None:
-        super().__init__(merges)
-        self._pairs, self._tokens, self._ids, self._merge_ids = tuple(self), tokens, ids, merge_ids
+    def __init__(self, derivation: _Derivation) -> None:
+        super().__init__(derivation.pairs())
+        self._pairs, self._derivation = tuple(self), derivation
 
     def copy(self) -> DerivedMerges:
         copied = DerivedMerges.__new__(DerivedMerges)
         list.extend(copied, self)
-        copied._pairs, copied._tokens, copied._ids, copied._merge_ids = (
-            self._pairs, self._tokens, self._ids, self._merge_ids)
+        copied._pairs, copied._derivation = self._pairs, self._derivation
         return copied
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -84,9 +102,52 @@ class DerivedMerges(list):  # type: ignore[type-arg]
         objects: no edit since) and `token_ids` gives every token of the derivation its rank; else None."""
         if len(self) != len(self._pairs) or not all(map(is_, self, self._pairs)):
             return None
-        if list(map(token_ids.get, self._tokens)) != self._ids:
-            return None
-        return self._merge_ids
+        return self._derivation.known_ids(token_ids)
+
+
+class LazyMerges(Sequence[tuple[bytes, bytes]]):
+    """`derive_merges`' merges as `hf_bpe.Tokenizer.from_tiktoken` keeps them: made into (bytes, bytes) pairs only
+    when first read (the `merges` property, a pickle), since encoding needs only their ids (`known_ids`, as
+    `DerivedMerges`'). Read-only; equal to the list of the same pairs; a pickle is a plain list.
+
+    >>> merges = derive_lazy_merges({bytes([byte]): byte for byte in range(256)} | {b"ab": 256, b"abc": 257})
+    >>> len(merges), merges == [(b"a", b"b"), (b"ab", b"c")], merges[1], merges
+    (2, True, (b'ab', b'c'), [(b'a', b'b'), (b'ab', b'c')])
+    """
+
+    def __init__(self, derivation: _Derivation) -> None:
+        self._derivation = derivation
+        self._pairs: list[tuple[bytes, bytes]] | None = None
+
+    def _list(self) -> list[tuple[bytes, bytes]]:
+        if self._pairs is None:
+            self._pairs = self._derivation.pairs()
+        return self._pairs
+
+    def __len__(self) -> int:
+        return len(self._derivation.lefts)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        return self._list() == (other._list() if isinstance(other, LazyMerges) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._list())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return list, (self._list(),)
+
+    def known_ids(self, token_ids: Mapping[bytes, int]) -> tuple[list[int], list[int], list[int]] | None:
+        """(left ids, right ids, merged ids) of the merges if `token_ids` gives every token of the derivation its
+        rank, else None."""
+        return self._derivation.known_ids(token_ids)
 
 
 class RankMerges(NamedTuple):
@@ -101,6 +162,16 @@ def derive_merges(ranks: Mapping[bytes, int]) -> RankMerges:
     """The merges with which BPE encodes as tiktoken does with `ranks` (token bytes -> rank; the 256 single bytes
     among them, else ValueError): for each token of two bytes or more, the two parts that tiktoken's procedure on the
     token's own bytes joins last (see the module docstring), in the order of the tokens' ranks."""
+    derivation = _derive(ranks)
+    return RankMerges(DerivedMerges(derivation), derivation.unreachable)
+
+
+def derive_lazy_merges(ranks: Mapping[bytes, int]) -> LazyMerges:
+    """`derive_merges(ranks).merges`, made into pairs of bytes only when read (`LazyMerges`)."""
+    return LazyMerges(_derive(ranks))
+
+
+def _derive(ranks: Mapping[bytes, int]) -> _Derivation:
     values = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))
     tokens = list(ranks) if (values[1:] > values[:-1]).all() else sorted(ranks, key=ranks.__getitem__)
     count = len(tokens)
@@ -115,11 +186,10 @@ def derive_merges(ranks: Mapping[bytes, int]) -> RankMerges:
     left, right = _last_joins(data, starts, lengths, byte_index)
     joined = np.flatnonzero(left >= 0)
     lefts, rights = left[joined], right[joined]
-    merges = zip(map(tokens.__getitem__, lefts.tolist()), map(tokens.__getitem__, rights.tolist()))
     ids = np.sort(values)
     merge_ids = (ids[lefts].tolist(), ids[rights].tolist(), ids[joined].tolist())
     unreachable = list(map(tokens.__getitem__, np.flatnonzero((left < 0) & (lengths > 1)).tolist()))
-    return RankMerges(DerivedMerges(merges, tokens, ids.tolist(), merge_ids), unreachable)
+    return _Derivation(tokens, ids.tolist(), lefts, rights, merge_ids, unreachable)
 
 
 class _Substrings:
@@ -355,4 +425,4 @@ def _join_band(lookup: _Pairs, tokens: np.ndarray, byte_index: np.ndarray, left:
             else None)
 
 
-__all__ = ["DerivedMerges", "RankMerges", "derive_merges"]
+__all__ = ["DerivedMerges", "LazyMerges", "RankMerges", "derive_lazy_merges", "derive_merges"]

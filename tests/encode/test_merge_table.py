@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import pickle
+from pathlib import Path
 
+from hf_bpe import Tokenizer
 from hf_bpe.encode.merge_table import as_byte_pairs, merge_table, vocab_index
-from hf_bpe.formats.tiktoken_merges import DerivedMerges, derive_merges
+from hf_bpe.formats.tiktoken_merges import DerivedMerges, derive_lazy_merges, derive_merges
 
 
 def ranks_with_gaps() -> dict[bytes, int]:
@@ -40,3 +43,22 @@ def test_an_edited_list_or_another_vocab_is_looked_up() -> None:
     moved = vocab_index({token_id + 1: token for token_id, token in zip(ranks.values(), ranks)})
     assert merges.known_ids(moved) is None
     assert merge_table(moved, merges) == merge_table(moved, list(merges))
+
+
+def test_lazy_merges_are_the_derived_ones_made_when_read(tmp_path: Path) -> None:
+    """from_tiktoken keeps its merges as LazyMerges: the same tables as the derived list, the same pairs once read
+    (the merges property, a pickle), and read-only."""
+    ranks = ranks_with_gaps()
+    lazy, derived = derive_lazy_merges(ranks), derive_merges(ranks).merges
+    token_ids = vocab_index(dict(zip(ranks.values(), ranks)))
+    assert as_byte_pairs(lazy) is lazy and merge_table(token_ids, lazy) == merge_table(token_ids, list(derived))
+    assert lazy._pairs is None and len(lazy) == len(derived)  # nothing made yet
+    assert lazy == derived and list(lazy) == list(derived) and lazy[-1] == derived[-1] and (b".:.", b":") in lazy
+    assert type(pickle.loads(pickle.dumps(lazy))) is list and not hasattr(lazy, "append")
+    path = tmp_path / "gaps.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n"
+                            for token, rank in sorted(ranks.items(), key=lambda item: item[1])))
+    tokenizer = Tokenizer.from_tiktoken(path, pattern="cl100k")
+    assert tokenizer.merges == tuple(derived) and pickle.loads(pickle.dumps(tokenizer)).merges == tuple(derived)
+    text = "the .:.: the th.:.he"
+    assert tokenizer.encode(text) == Tokenizer(tokenizer.vocab, list(derived), ignore_merges=True).encode(text)
