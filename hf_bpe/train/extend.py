@@ -32,6 +32,7 @@ The interface, for continuing from any stage (SuperBPE's stage 2 is `extend_bpe(
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
@@ -224,8 +225,9 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
     """`_segment_batch` of each batch of `bounds` in order: in this process, or in a pool of `num_workers`."""
     workers = min(num_workers, len(bounds))
     # Spawned workers (threads running here, as after `ray.init`) would import hf_bpe and unpickle the pre-tokens
-    # and the base: about what splitting them costs.
-    if workers <= 1 or len(bounds) < MIN_PARALLEL_BATCHES or multiprocessing_context().get_start_method() != "fork":
+    # and the base: about what splitting them costs. A daemonic process (a pool's worker) may not have children.
+    if (workers <= 1 or len(bounds) < MIN_PARALLEL_BATCHES or multiprocessing.current_process().daemon
+            or multiprocessing_context().get_start_method() != "fork"):
         yield from (_segment_batch(pretokens[start:stop], base) for start, stop in bounds)
         return
     with process_pool(workers, (pretokens, base)) as pool:

@@ -5,6 +5,7 @@ against the reference."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import signal
@@ -121,6 +122,19 @@ def test_with_a_thread_running_the_pre_tokens_are_split_here(trained_base, monke
     finally:
         stop.set()
         thread.join()
+
+
+def extension_in_a_pool_worker(workers: int) -> tuple:
+    base = Tokenizer(*train_bpe_from_counts(gpt2_like_counts(400, 1), 330))
+    counts = gpt2_like_counts(70_000, 6)  # more than MIN_PARALLEL_BATCHES batches
+    return extend_bpe_from_counts(base, counts, len(base.vocab) + 20, num_workers=workers)
+
+
+def test_a_pool_worker_extends_in_its_own_process() -> None:
+    """A daemonic process (a worker of the caller's own pool) may not start processes: it splits the pre-tokens
+    itself."""
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(extension_in_a_pool_worker, (2,)) == extension_in_a_pool_worker(1)
 
 
 def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_workers(monkeypatch) -> None:
