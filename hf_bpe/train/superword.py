@@ -44,11 +44,12 @@ from hf_bpe.train.merge_loop import Merges, Vocab, _merge
 from hf_bpe.train.superword_words import PairCounts, cut_at_rare_pairs, segment_dtype, segmented_words
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
-PIECE_BATCH = 1 << 14
+PIECE_BATCH = 1 << 13
 # Stage-2 pre-tokens are split into pieces about this many bytes of them at a time.
 SPLIT_BYTES = 1 << 22
-# A stage-1 tokenizer keeps the ids of at most this many pieces (some tens of MB).
-PIECE_CACHE = 1 << 17
+# A stage-1 tokenizer keeps the ids of at most this many pieces (a few MB in each counting worker: the frequent
+# pieces, first seen, are what saves time; the corpus's rare ones would each be merged once anyway).
+PIECE_CACHE = 1 << 15
 
 
 def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,

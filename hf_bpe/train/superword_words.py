@@ -55,8 +55,8 @@ def segmented_words(segmented: Mapping[bytes, int], dtype: np.dtype, token_bytes
 class PairCounts:
     """How often each distinct pair of adjacent tokens occurs in the words, each word times its frequency
     (`distinct` pair codes `left * base + right`, sorted, with `base` the first id no word holds, and their
-    `totals`), counted `PAIR_BLOCK` positions at a time: each block reduced to its distinct pairs and their sums,
-    then the blocks' reductions added up."""
+    `totals`), counted `PAIR_BLOCK` positions at a time: each block's pairs sorted together with the distinct
+    pairs so far and added to them, so that the temporaries stay a few times the distinct pairs."""
 
     def __init__(self, words: _Words) -> None:
         self.data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
@@ -65,16 +65,17 @@ class PairCounts:
         self.base = words.first_new_id
         # Codes below 2**32 take half the memory: the blocks' distinct codes are sorted together at the end.
         self.code_dtype = np.dtype(np.uint32) if self.base * self.base <= 1 << 32 else np.dtype(np.int64)
-        codes, sums = [], []
-        for start in range(0, len(self.data), PAIR_BLOCK):
+        self.distinct, self.totals = np.zeros(0, dtype=self.code_dtype), np.zeros(0, dtype=np.float64)
+        for start in range(0, len(self.data), PAIR_BLOCK):  # each block's pairs added to the pairs so far
             block_codes, weights = self._block(start, with_weights=True)
-            distinct, inverse = np.unique(block_codes, return_inverse=True)
-            codes.append(distinct)
-            sums.append(np.bincount(inverse, weights=weights, minlength=len(distinct)))
-        if not codes:
-            codes, sums = [np.zeros(0, dtype=self.code_dtype)], [np.zeros(0, dtype=np.float64)]
-        self.distinct, inverse = np.unique(np.concatenate(codes), return_inverse=True)
-        self.totals = np.bincount(inverse, weights=np.concatenate(sums), minlength=len(self.distinct))
+            if not len(block_codes):
+                continue
+            codes = np.concatenate((self.distinct, block_codes))
+            order = np.argsort(codes, kind="stable")  # the pairs so far are one sorted run already
+            codes = codes[order]
+            first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+            self.totals = np.add.reduceat(np.concatenate((self.totals, weights))[order], first)
+            self.distinct = codes[first]
 
     def _block(self, start: int, with_weights: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The codes of the pairs that start at the block of positions from `start` inside a word, and either their
