@@ -123,7 +123,7 @@ def _read_canonical(data: bytes) -> tuple[dict[bytes, int], Callable[[int], int]
     rank_list = list(map(int, fields[1::2]))
     ranks = dict(zip(tokens, rank_list))
     if (len(ranks) != len(lines) or len(set(rank_list)) != len(lines) or max(rank_list) > MAX_RANK
-            or not min(map(len, tokens)) or any(bytes([byte]) not in ranks for byte in range(256))):
+            or b"" in ranks or any(bytes([byte]) not in ranks for byte in range(256))):
         return None
 
     def line_of(rank: int) -> int:  # needed only to name a line in an error: no table of 200,000 lines before
