@@ -52,11 +52,12 @@ from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iter
 from hf_bpe.train.local_engine import check_num_workers
 from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
 
-# The distinct pre-tokens are split into base tokens this many at a time (one numpy batch of the encoder each: a few MB
-# of its temporary arrays, and less CPU time per word than larger batches).
-SEGMENT_BATCH = 1 << 14
+# The distinct pre-tokens are split into base tokens this many at a time (one numpy batch of the encoder each: a MB or
+# two of its temporary arrays). Shortest first, smaller batches cost no more per word than larger ones, and the
+# workers' batches are short enough that neither waits long for the other at the end.
+SEGMENT_BATCH = 1 << 12
 # With fewer batches than this the pre-tokens are split in this process: starting workers would cost more than it saves.
-MIN_PARALLEL_BATCHES = 4
+MIN_PARALLEL_BATCHES = 8
 
 
 def load_base(base: Tokenizer | PathArg) -> Tokenizer:
