@@ -200,9 +200,10 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
 
 def compact_ids(words: _Words) -> tuple[_Words, np.ndarray]:
     """`words` with the base ids they hold renumbered 0, 1, ... in order, and those ids (`ids[compact] = id`); the
-    base's other tokens become `other_tokens` (no merge may make them). The merge loop codes pairs and groups
-    neighbours by token ids, and a corpus's words hold a fraction of a large base's ids (GPT-2's 50,257): small ids
-    sort in fewer radix passes and key fewer tokens. The merges are the same.
+    base's other tokens become `other_tokens` (no merge may make them). A corpus's words hold a fraction of a large
+    base's ids (GPT-2's 50,257): renumbered, the new ids stay small, so that each big merge of the loop groups its
+    neighbours with a 16-bit sort (`FlatCorpus._merge_with_numpy`), and fewer tokens get sort keys. The merges are
+    the same.
 
     >>> words = _Words(np.array([7, 3, 7, 9], dtype=np.int32), np.array([2, 2]), np.array([1, 1]), 2,
     ...                [bytes([i]) for i in range(10)])
@@ -223,13 +224,14 @@ def compact_ids(words: _Words) -> tuple[_Words, np.ndarray]:
 
 def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, int]], num_workers: int
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """`_segment_batch` of each batch of `bounds` in order: in this process, or in a pool of `num_workers`."""
+    """Each batch of `bounds` as the base encodes it (`Tokenizer.merge_pretoken_arrays`), in order: in this process,
+    or in a pool of `num_workers`."""
     workers = min(num_workers, len(bounds))
     # Spawned workers (threads running here, as after `ray.init`) would import hf_bpe and unpickle the pre-tokens
     # and the base: about what splitting them costs. A daemonic process (a pool's worker) may not have children.
     if (workers <= 1 or len(bounds) < MIN_PARALLEL_BATCHES or multiprocessing.current_process().daemon
             or multiprocessing_context().get_start_method() != "fork"):
-        yield from (_segment_batch(pretokens[start:stop], base) for start, stop in bounds)
+        yield from (base.merge_pretoken_arrays(pretokens[start:stop]) for start, stop in bounds)
         return
     with process_pool(workers, (pretokens, base)) as pool:
         yield from pool.imap(_segment_in_worker, bounds)
@@ -237,12 +239,7 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
 
 def _segment_in_worker(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     pretokens, base = worker_state()
-    return _segment_batch(pretokens[bounds[0]:bounds[1]], base)
-
-
-def _segment_batch(pretokens: list[bytes], base: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
-    """The ids of a batch of pre-tokens as the base encodes them, end to end (`ID_DTYPE`), and each one's count."""
-    return base.merge_pretoken_arrays(pretokens)
+    return base.merge_pretoken_arrays(pretokens[bounds[0]:bounds[1]])
 
 
 def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,
