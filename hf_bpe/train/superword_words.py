@@ -150,20 +150,29 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_co
     for rare in pairs.rare_blocks(cut_below):
         starts[rare + 1] = True
     parts_per_word = np.add.reduceat(starts, word_starts, dtype=np.int64)
-    part_starts = np.flatnonzero(starts).astype(np.int32 if len(data) < 1 << 31 else np.int64)
+    position_dtype = np.int32 if len(data) < 1 << 31 else np.int64
+    part_starts = np.concatenate([(np.flatnonzero(starts[start:start + PAIR_BLOCK]) + start).astype(position_dtype)
+                                  for start in range(0, len(data), PAIR_BLOCK)])  # no int64 of every part
     del starts, word_starts
     part_frequencies = np.repeat(words.frequencies, parts_per_word)
-    part_lengths = np.diff(part_starts, append=len(data))
-    single = part_lengths == 1
-    if token_counts is not None and single.any():
+    part_lengths = np.empty_like(part_starts)  # in the positions' dtype, as every temporary here
+    part_lengths[:-1] = np.diff(part_starts)
+    part_lengths[-1] = len(data) - part_starts[-1]
+    if token_counts is not None:
+        single = part_lengths == 1
         np.add.at(token_counts, data[part_starts[single]], part_frequencies[single].astype(np.uint64))
+        del single
     pieces, counts, sizes = [], [], []
     bits = 8 * data.dtype.itemsize
-    for length in np.unique(part_lengths[~single]).tolist():
-        chosen = part_lengths == length
-        rows = data[part_starts[chosen][:, None] + np.arange(length)]
+    for length in np.flatnonzero(np.bincount(part_lengths)[2:]).tolist():
+        length += 2
+        chosen = np.flatnonzero(part_lengths == length)
+        starts_chosen = part_starts[chosen]
+        rows = np.empty((len(chosen), length), dtype=data.dtype)
+        for column in range(length):  # a column at a time: no index array of every position
+            rows[:, column] = data[starts_chosen + column]
         frequencies = part_frequencies[chosen]
-        del chosen
+        del chosen, starts_chosen
         if length * bits <= _KEY_BITS:
             keys = np.zeros(len(rows), dtype=np.uint64)
             for column in range(length):
