@@ -181,7 +181,8 @@ class StageOneTokenizer(Tokenizer):
             before_space = {token[index - 1] for token in self.vocab.values()
                             for index in range(1, len(token)) if token[index] == 0x20}
             allowed = b"".join(re.escape(bytes([byte])) for byte in range(256) if byte not in before_space)
-            self._piece_cut = re.compile(b"(?<=[" + allowed + b"])(?= )") if allowed else None
+            # The space first: most places fail on it at once, before the look back.
+            self._piece_cut = re.compile(b"(?= )(?<=[" + allowed + b"])") if allowed else None
         return self._piece_cut
 
     @property
