@@ -5,9 +5,11 @@ training in two stages, so that the vocabulary also holds *superwords*, tokens t
   (counted as `vocab_size` counts: the 256 bytes, the merges and the special tokens).
 - **Stage 2** counts the corpus again, cut with the superword pattern (by default SuperBPE's published one,
   `hf_bpe.pretokenize.superword`: only digit groups and special tokens cut, so a pre-token runs from one number to
-  the next across spaces and newlines). Each distinct stage-2 pre-token is split into stage-1 tokens by hf_bpe's
-  encoder, and the one merge loop goes on from that segmentation (`hf_bpe.train.extend`: the encoder's batch and
-  giant-pre-token kernels, in time linear in a pre-token's length and bounded memory) up to `vocab_size`.
+  the next across spaces and newlines). Each stage-2 pre-token is split into stage-1 tokens as hf_bpe's encoder
+  splits it (`StageOneTokenizer.segment`: each distinct piece merged once, in time linear in a pre-token's length),
+  by the counting workers as they count (`StageOneTokenizer.segment_counts`), and the one merge loop goes on from
+  that segmentation (`hf_bpe.train.superword_words`: the words, their pair counts, cut at rare pairs) up to
+  `vocab_size`.
 
 The result is laid out like any hf_bpe tokenizer (ids 0-255 the bytes, then the stage-1 merges, then the stage-2
 merges, then the special tokens) and is saved with the superword pattern: a text is pre-tokenized with it and its
