@@ -12,6 +12,7 @@ import os
 
 from hypothesis import settings
 
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+# No deadline in CI: the tests share the machine's cores (pytest-xdist), and a slow example is not a wrong one.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
 settings.register_profile("dev", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
