@@ -30,7 +30,6 @@ from hf_bpe.pretokenize.regex_syntax import (
     Node,
     Ranges,
     Repeat,
-    contains,
     walk,
 )
 
@@ -134,21 +133,27 @@ def stand_ins(tree: Alternation) -> tuple[list[int], list[str]] | None:
                 points.update(point for point in (first, last + 1) if low < point < high)
         return sorted(points)
 
-    def signature(code_point: int) -> tuple[bool, ...]:
-        return tuple(contains(ranges, code_point) for ranges in atoms)
+    def signatures(code_points: list[int]) -> list[bytes]:
+        """Which atoms hold each code point, as `contains` says, one byte per atom: every atom at once in numpy."""
+        points = np.array(code_points, dtype=np.int64)
+        held = np.zeros((len(atoms), len(points)), dtype=np.uint8)
+        for row, ranges in zip(held, atoms):
+            if ranges:
+                firsts, lasts = np.array(ranges, dtype=np.int64).T
+                index = np.searchsorted(firsts, points, side="right") - 1
+                row[:] = (index >= 0) & (points <= lasts[np.maximum(index, 0)])
+        return [column.tobytes() for column in held.T]
 
-    representatives: dict[tuple[bool, ...], int] = {}
-    bmp = intervals(0, FIRST_ASTRAL)
-    for first in bmp[:-1]:
-        if not 0xD800 <= first <= 0xDFFF:
-            representatives.setdefault(signature(first), first)
-    surrogate_free = intervals(0xE000, FIRST_ASTRAL)  # the part of the BMP after the surrogates, cut separately
-    for first in surrogate_free[:-1]:
-        representatives.setdefault(signature(first), first)
+    representatives: dict[bytes, int] = {}
+    bmp = [first for first in intervals(0, FIRST_ASTRAL)[:-1] if not 0xD800 <= first <= 0xDFFF]
+    surrogate_free = intervals(0xE000, FIRST_ASTRAL)[:-1]  # the part of the BMP after the surrogates, cut separately
+    for first, signature in zip(bmp + surrogate_free, signatures(bmp + surrogate_free)):
+        representatives.setdefault(signature, first)
     breaks: list[int] = []
     chosen: list[str] = []
-    for first in intervals(FIRST_ASTRAL, _ALL)[:-1]:
-        stand_in = representatives.get(signature(first))
+    astral = intervals(FIRST_ASTRAL, _ALL)[:-1]
+    for first, signature in zip(astral, signatures(astral)):
+        stand_in = representatives.get(signature)
         if stand_in is None:
             return None
         if not chosen or chosen[-1] != chr(stand_in):
