@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -43,6 +44,7 @@ from hf_bpe.formats.gpt2 import (
     merges_file_lines,
     save_gpt2,
     str_to_token,
+    strs_to_tokens,
     tokens_to_strs,
     unicode_to_bytes,
 )
@@ -321,6 +323,16 @@ def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[t
     >>> merges_from_strings(["Ġ t", ("h", "e")])
     [(b' ', b't'), (b'h', b'e')]
     """
+    # The usual lists (strings of two parts, or pairs as tokenizers writes them) in C; the loop names what is wrong.
+    parts: list[str] | None = None
+    if all(map(str.__instancecheck__, merges)):
+        parts = " ".join(merges).split(" ") if {1} >= set(map(str.count, merges, repeat(" "))) else None
+    elif all(type(merge) in (list, tuple) and len(merge) == 2 for merge in merges):
+        parts = list(chain.from_iterable(merges))
+    if parts and all(map(str.__instancecheck__, parts)):
+        tokens = strs_to_tokens(parts)
+        if tokens is not None and b"" not in tokens and len(tokens) == 2 * len(merges):
+            return list(zip(tokens[::2], tokens[1::2]))
     result = []
     for index, merge in enumerate(merges):
         parts = merge.split(" ") if isinstance(merge, str) else list(merge)

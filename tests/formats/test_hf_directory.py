@@ -6,14 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.formats.gpt2 import MERGES_HEADER, load_gpt2
+from hf_bpe.formats.gpt2 import MERGES_HEADER, load_gpt2, str_to_token, unicode_to_bytes
 from hf_bpe.formats.hf_directory import (
     MODULE_NAME,
     NO_MAX_LENGTH,
     SAVED_FILES,
     load_tokenizer_directory,
+    merges_from_strings,
     named_special_tokens,
     save_tokenizer_directory,
 )
@@ -252,3 +255,39 @@ def test_the_public_writer_is_exported() -> None:
 
     assert hf_bpe.save_tokenizer_directory is save_tokenizer_directory
     assert "Example" in (save_tokenizer_directory.__doc__ or "") or ">>>" in (save_tokenizer_directory.__doc__ or "")
+
+
+def merges_one_by_one(merges: list) -> list[tuple[bytes, bytes]] | str:
+    """`merges_from_strings` written plainly: each merge's parts in turn, or the error's message."""
+    result = []
+    for index, merge in enumerate(merges):
+        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
+        if len(parts) != 2 or not all(isinstance(part, str) and part for part in parts):
+            return f"merges: merge {index} is {merge!r}, not two tokens"
+        try:
+            result.append((str_to_token(parts[0]), str_to_token(parts[1])))
+        except KeyError as error:
+            return f"merges: merge {index} ({merge!r}): character {error.args[0]!r} is not in the GPT-2 byte mapping"
+    return result
+
+
+# Mapping characters, and a few that are not: a space, a line feed (the fast path's separator), a CJK character.
+PART = st.text(st.sampled_from(sorted(unicode_to_bytes())[:40] + [" ", "\n", "\u4e00"]), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.tuples(PART, PART), st.lists(PART, min_size=1, max_size=3),
+                          st.builds(" ".join, st.lists(PART, min_size=1, max_size=3))), max_size=8),
+       st.sampled_from(["strings", "pairs", "mixed"]))
+def test_merges_from_strings_equals_converting_each_merge(merges: list, form: str) -> None:
+    if form == "strings":
+        merges = [merge if isinstance(merge, str) else " ".join(merge) for merge in merges]
+    elif form == "pairs":
+        merges = [merge.split(" ") if isinstance(merge, str) else merge for merge in merges]
+    expected = merges_one_by_one(merges)
+    if isinstance(expected, str):
+        with pytest.raises(InputError) as raised:
+            merges_from_strings(merges)
+        assert str(raised.value) == expected
+    else:
+        assert merges_from_strings(merges) == expected
