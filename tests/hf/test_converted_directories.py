@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,18 +114,43 @@ def test_the_converter_writes_the_r50k_regex_that_hf_bpe_reads_as_gpt2s(converte
     assert read_directory_pattern(converted) == GPT2_PATTERN
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(texts=st.lists(whitespace_heavy, min_size=100, max_size=100))
-@example(texts=["a \n\n b \n", " \n", "x  \t\n", "\n\n\n", "  Hello\u3000 \u2028", f"end {EOT}\n "] * 17)
-def test_every_loader_gives_tiktokens_ids_on_whitespace_heavy_text(loaders, reference: tiktoken.Encoding,
-                                                                   converted: Path, texts: list[str]) -> None:
+def seeded_whitespace_heavy(count: int, seed: int) -> list[str]:
+    """`count` texts drawn as `whitespace_heavy` draws them (up to 12 parts: whitespace runs twice as often as words,
+    any code point but a surrogate), from a seeded generator: hypothesis takes a second per thousand texts."""
+    generator = random.Random(seed)
+
+    def part() -> str:
+        choice = generator.randrange(4)
+        if choice < 2:
+            return generator.choice(WHITESPACE)
+        if choice == 2:
+            return generator.choice(WORDS)
+        return chr(generator.choice([generator.randrange(0xD800), generator.randrange(0xE000, sys.maxunicode + 1)]))
+
+    return ["".join(part() for _ in range(generator.randrange(13))) for _ in range(count)]
+
+
+def assert_every_loader_gives_tiktokens_ids(loaders, reference: tiktoken.Encoding, texts: list[str]) -> None:
     expected = reference.encode_batch(texts, allowed_special="all")
     for loader, directories in loaders:
         for directory in directories:
             got = loader.encode(directory, texts)
             for index, (ids, want) in enumerate(zip(got, expected)):
                 assert ids == want, f"{loader.name} (directory {directory}) on {texts[index]!r}: {ids} != {want}"
+
+
+def test_every_loader_gives_tiktokens_ids_on_20000_whitespace_heavy_texts(loaders, reference: tiktoken.Encoding
+                                                                          ) -> None:
+    assert_every_loader_gives_tiktokens_ids(loaders, reference, seeded_whitespace_heavy(20_000, seed=0))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(texts=st.lists(whitespace_heavy, min_size=100, max_size=100))
+@example(texts=["a \n\n b \n", " \n", "x  \t\n", "\n\n\n", "  Hello\u3000 \u2028", f"end {EOT}\n "] * 17)
+def test_every_loader_gives_tiktokens_ids_on_whitespace_heavy_text(loaders, reference: tiktoken.Encoding,
+                                                                   texts: list[str]) -> None:
+    assert_every_loader_gives_tiktokens_ids(loaders, reference, texts)
 
 
 def test_the_saved_directory_holds_gpt2s_pre_tokenizer(saved: Path) -> None:
