@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from functools import lru_cache
-from itertools import repeat
+from itertools import chain, repeat
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -274,3 +276,31 @@ def _line_of(text: str, token_text: str) -> int:
         index = text.find(json.dumps(token_text) + ":")
     return text.count("\n", 0, index) + 1 if index >= 0 else 0
 
+
+def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[tuple[bytes, bytes]]:
+    """GPT-2 merges given as `"Ġ t"` strings or `("Ġ", "t")` pairs -> byte pairs.
+
+    >>> merges_from_strings(["Ġ t", ("h", "e")])
+    [(b' ', b't'), (b'h', b'e')]
+    """
+    # The usual lists (strings of two parts, or pairs as tokenizers writes them) in C; the loop names what is wrong.
+    parts: list[str] | None = None
+    if all(map(str.__instancecheck__, merges)):
+        parts = " ".join(merges).split(" ") if {1} >= set(map(str.count, merges, repeat(" "))) else None
+    elif all(type(merge) in (list, tuple) and len(merge) == 2 for merge in merges):
+        parts = list(chain.from_iterable(merges))
+    if parts and all(map(str.__instancecheck__, parts)):
+        tokens = strs_to_tokens(parts)
+        if tokens is not None and b"" not in tokens and len(tokens) == 2 * len(merges):
+            return list(zip(tokens[::2], tokens[1::2]))
+    result = []
+    for index, merge in enumerate(merges):
+        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
+        if len(parts) != 2 or not all(isinstance(part, str) and part for part in parts):
+            raise InputError(f"{source}: merge {index} is {merge!r}, not two tokens")
+        try:
+            result.append((str_to_token(parts[0]), str_to_token(parts[1])))
+        except KeyError as error:
+            raise InputError(f"{source}: merge {index} ({merge!r}): character {error.args[0]!r} is not in the "
+                             f"GPT-2 byte mapping") from None
+    return result

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,9 +41,8 @@ from hf_bpe.formats.gpt2 import (
     load_gpt2_merges,
     load_gpt2_vocab,
     merges_file_lines,
+    merges_from_strings,
     save_gpt2,
-    str_to_token,
-    strs_to_tokens,
     tokens_to_strs,
     unicode_to_bytes,
 )
@@ -315,35 +313,6 @@ def vocab_from_strings(encoder: dict[str, int], literal_tokens: Sequence[str] = 
     return {token_id: (token.encode("utf-8") if token in literal or not all(char in table for char in token)
                        else bytes(table[char] for char in token))
             for token, token_id in encoder.items()}
-
-
-def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[tuple[bytes, bytes]]:
-    """GPT-2 merges given as `"Ġ t"` strings or `("Ġ", "t")` pairs -> byte pairs.
-
-    >>> merges_from_strings(["Ġ t", ("h", "e")])
-    [(b' ', b't'), (b'h', b'e')]
-    """
-    # The usual lists (strings of two parts, or pairs as tokenizers writes them) in C; the loop names what is wrong.
-    parts: list[str] | None = None
-    if all(map(str.__instancecheck__, merges)):
-        parts = " ".join(merges).split(" ") if {1} >= set(map(str.count, merges, repeat(" "))) else None
-    elif all(type(merge) in (list, tuple) and len(merge) == 2 for merge in merges):
-        parts = list(chain.from_iterable(merges))
-    if parts and all(map(str.__instancecheck__, parts)):
-        tokens = strs_to_tokens(parts)
-        if tokens is not None and b"" not in tokens and len(tokens) == 2 * len(merges):
-            return list(zip(tokens[::2], tokens[1::2]))
-    result = []
-    for index, merge in enumerate(merges):
-        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
-        if len(parts) != 2 or not all(isinstance(part, str) and part for part in parts):
-            raise InputError(f"{source}: merge {index} is {merge!r}, not two tokens")
-        try:
-            result.append((str_to_token(parts[0]), str_to_token(parts[1])))
-        except KeyError as error:
-            raise InputError(f"{source}: merge {index} ({merge!r}): character {error.args[0]!r} is not in the "
-                             f"GPT-2 byte mapping") from None
-    return result
 
 
 def read_tokenizers_json_model(path: Path) -> tuple[dict[str, int], list[tuple[bytes, bytes]], list[AddedTokenSpec]]:
