@@ -30,6 +30,7 @@ from hf_bpe.pretokenize.regex_syntax import (
     Node,
     Ranges,
     Repeat,
+    contains_each,
     walk,
 )
 
@@ -134,14 +135,11 @@ def stand_ins(tree: Alternation) -> tuple[list[int], list[str]] | None:
         return sorted(points)
 
     def signatures(code_points: list[int]) -> list[bytes]:
-        """Which atoms hold each code point, as `contains` says, one byte per atom: every atom at once in numpy."""
+        """Which atoms hold each code point, one byte per atom."""
         points = np.array(code_points, dtype=np.int64)
         held = np.zeros((len(atoms), len(points)), dtype=np.uint8)
         for row, ranges in zip(held, atoms):
-            if ranges:
-                firsts, lasts = np.array(ranges, dtype=np.int64).T
-                index = np.searchsorted(firsts, points, side="right") - 1
-                row[:] = (index >= 0) & (points <= lasts[np.maximum(index, 0)])
+            row[:] = contains_each(ranges, points)
         return [column.tobytes() for column in held.T]
 
     representatives: dict[bytes, int] = {}

@@ -31,6 +31,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from hf_bpe.common.errors import InputError
 from hf_bpe.pretokenize.unicode_classes import CLASS_RANGES
 
@@ -82,6 +84,19 @@ def complement(ranges: Ranges) -> Ranges:
 def contains(ranges: Ranges, code_point: int) -> bool:
     index = bisect_right(ranges, (code_point, MAX_CODE_POINT + 1)) - 1
     return index >= 0 and ranges[index][0] <= code_point <= ranges[index][1]
+
+
+def contains_each(ranges: Ranges, code_points: np.ndarray) -> np.ndarray:
+    """`contains` of every code point of an int64 array at once (a bool array).
+
+    >>> contains_each(((3, 5), (9, 9)), np.array([2, 3, 5, 6, 9])).tolist()
+    [False, True, True, False, True]
+    """
+    if not ranges:
+        return np.zeros(len(code_points), dtype=bool)
+    firsts, lasts = np.array(ranges, dtype=np.int64).T
+    index = np.searchsorted(firsts, code_points, side="right") - 1
+    return (index >= 0) & (code_points <= lasts[np.maximum(index, 0)])
 
 
 CLASSES: dict[str, Ranges] = {name: parse_ranges(table) for name, table in CLASS_RANGES.items()}
@@ -425,4 +440,4 @@ def walk(node: Node | Alternation | list[Node]):  # type: ignore[no-untyped-def]
 
 
 __all__ = ["Alternation", "Anchor", "CLASSES", "Chars", "Group", "MAX_CODE_POINT", "NAMED_CLASSES", "Ranges",
-           "Repeat", "complement", "contains", "parse_pattern", "parse_ranges", "union", "walk"]
+           "Repeat", "complement", "contains", "contains_each", "parse_pattern", "parse_ranges", "union", "walk"]
