@@ -230,9 +230,9 @@ def load_gpt2_merges_numbered(merges_path: str | os.PathLike[str]) -> tuple[list
     numbered = merges_file_lines(merges_path)
     lines = [line for _, line in numbered]
     if {1} >= set(map(str.count, lines, repeat(" "))):  # each line two parts: the parts in turn
-        tokens = strs_to_tokens(" ".join(lines).split(" "))
-        if tokens is not None and b"" not in tokens:  # the usual file, in C: the loop below names what is wrong
-            return list(zip(tokens[::2], tokens[1::2])), [line_number for line_number, _ in numbered]
+        merges = _merges_of_parts(" ".join(lines).split(" "))
+        if merges is not None:  # the usual file, in C: the loop below names what is wrong
+            return merges, [line_number for line_number, _ in numbered]
     table = unicode_to_bytes()
     merges: list[tuple[bytes, bytes]] = []
     line_numbers: list[int] = []
@@ -277,6 +277,15 @@ def _line_of(text: str, token_text: str) -> int:
     return text.count("\n", 0, index) + 1 if index >= 0 else 0
 
 
+def _merges_of_parts(parts: list[str]) -> list[tuple[bytes, bytes]] | None:
+    """Each two consecutive GPT-2 token strings of `parts` as a merge of bytes, in one go (`strs_to_tokens`); None if
+    a part is empty or not byte-mapped (the callers then name it)."""
+    tokens = strs_to_tokens(parts)
+    if tokens is None or b"" in tokens:
+        return None
+    return list(zip(tokens[::2], tokens[1::2]))
+
+
 def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[tuple[bytes, bytes]]:
     """GPT-2 merges given as `"Ġ t"` strings or `("Ġ", "t")` pairs -> byte pairs.
 
@@ -285,14 +294,12 @@ def merges_from_strings(merges: Sequence[Any], source: str = "merges") -> list[t
     """
     # The usual lists (strings of two parts, or pairs as tokenizers writes them) in C; the loop names what is wrong.
     parts: list[str] | None = None
-    if all(map(str.__instancecheck__, merges)):
+    if all(isinstance(merge, str) for merge in merges):
         parts = " ".join(merges).split(" ") if {1} >= set(map(str.count, merges, repeat(" "))) else None
     elif all(type(merge) in (list, tuple) and len(merge) == 2 for merge in merges):
         parts = list(chain.from_iterable(merges))
-    if parts and all(map(str.__instancecheck__, parts)):
-        tokens = strs_to_tokens(parts)
-        if tokens is not None and b"" not in tokens and len(tokens) == 2 * len(merges):
-            return list(zip(tokens[::2], tokens[1::2]))
+    if parts and all(isinstance(part, str) for part in parts) and (fast := _merges_of_parts(parts)) is not None:
+        return fast
     result = []
     for index, merge in enumerate(merges):
         parts = merge.split(" ") if isinstance(merge, str) else list(merge)
