@@ -116,7 +116,7 @@ def test_the_converter_writes_the_r50k_regex_that_hf_bpe_reads_as_gpt2s(converte
 
 def seeded_whitespace_heavy(count: int, seed: int) -> list[str]:
     """`count` texts drawn as `whitespace_heavy` draws them (up to 12 parts: whitespace runs twice as often as words,
-    any code point but a surrogate), from a seeded generator: hypothesis takes a second per thousand texts."""
+    any code point but a surrogate), from a seeded generator: hypothesis is slow to draw this many."""
     generator = random.Random(seed)
 
     def part() -> str:
