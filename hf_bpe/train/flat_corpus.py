@@ -60,7 +60,7 @@ DEAD = -2  # the symbol of a position merged into its left neighbour
 # A pair listed at this many positions or more is merged with numpy, below in Python (the two break even about here).
 MIN_NUMPY_MERGE = 64
 # The pairs are counted and indexed (`FlatCorpus._index_pairs`) in blocks of this many positions.
-INDEX_BLOCK = 1 << 20
+INDEX_BLOCK = 1 << 18
 
 
 def words_of(counts: Mapping[bytes, int]) -> tuple[bytes, np.ndarray, np.ndarray]:

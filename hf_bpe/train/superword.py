@@ -108,15 +108,15 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     way).
     """
     vocab, merges = stage_one
-    base = stage_one_tokenizer(stage_one)
-    ordinary = base.vocab
+    # Not a stage-1 tokenizer unless the counts need segmenting here: its tables would stay in memory while merging.
+    ordinary = {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
     start = time.perf_counter()
     num_merges = vocab_size - len(special_tokens) - len(ordinary)
     counted = None if token_counts is None else token_counts[:vocab_size - len(special_tokens)]
     distinct = len(counts)
-    stage_two = counts if segmented else base.segment_counts(counts)
+    stage_two = counts if segmented else stage_one_tokenizer(stage_one).segment_counts(counts)
     token_bytes: list[bytes | None] = [ordinary[token_id] for token_id in range(len(ordinary))]
-    words = segmented_words(stage_two, base.segment_dtype, token_bytes, counted)
+    words = segmented_words(stage_two, segment_dtype(len(ordinary)), token_bytes, counted)
     del stage_two
     if consume_counts:
         counts.clear()  # type: ignore[attr-defined]
