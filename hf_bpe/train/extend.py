@@ -51,6 +51,7 @@ from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.local_engine import check_num_workers
 from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
+from hf_bpe.train.superword_words import segment_dtype
 
 # The distinct pre-tokens are split into base tokens this many at a time (one numpy batch of the encoder each: a MB or
 # two of its temporary arrays). Shortest first, smaller batches cost no more per word than larger ones, and the
@@ -239,7 +240,10 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
 
 def _segment_in_worker(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     pretokens, base = worker_state()
-    return base.merge_pretoken_arrays(pretokens[bounds[0]:bounds[1]])
+    ids, sizes = base.merge_pretoken_arrays(pretokens[bounds[0]:bounds[1]])
+    # Sent back in the smallest dtypes that hold them: receiving the arrays costs this process in proportion to
+    # their bytes, while the workers use both cores.
+    return ids.astype(segment_dtype(max(base.vocab, default=0) + 1)), sizes.astype(np.int32)
 
 
 def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,

@@ -107,15 +107,24 @@ def _int32_array(size: int) -> tuple[array, np.ndarray]:
     return buffer, np.frombuffer(buffer, dtype=np.int32)
 
 
-def _stable_order(ids: np.ndarray, bits: int = 32) -> np.ndarray:
-    """The stable order of sorting `ids` (non-negative, below 2 ** `bits`): radix sorts of 16 bits, least
-    significant first (numpy's stable sort of uint16 is a radix sort), as many as `bits` needs.
+def stable_order(ids: np.ndarray, bits: int = 32) -> np.ndarray:
+    """The stable order of sorting `ids` (non-negative, below 2 ** `bits`). Up to 16 bits, one radix sort (numpy's
+    stable sort of uint16); above, when each id and its index fit one uint64 together, a sort of those values (numpy
+    sorts values with SIMD, about twice as fast as two radix passes); else radix sorts of 16 bits, least significant
+    first, as many as `bits` needs.
 
-    >>> _stable_order(np.array([70000, 5, 70000, 3, 5])).tolist()
+    >>> stable_order(np.array([70000, 5, 70000, 3, 5])).tolist()
     [3, 1, 4, 0, 2]
-    >>> _stable_order(np.array([1 << 40, 7, 1 << 40, 1 << 33]), 41).tolist()
+    >>> stable_order(np.array([1 << 40, 7, 1 << 40, 1 << 33]), 41).tolist()
+    [1, 3, 0, 2]
+    >>> stable_order(np.array([1 << 60, 7, 1 << 60, 1 << 33]), 61).tolist()
     [1, 3, 0, 2]
     """
+    index_bits = max(1, (len(ids) - 1).bit_length())
+    if 16 < bits <= 64 - index_bits:
+        packed = (ids.astype(np.uint64) << np.uint64(index_bits)) | np.arange(len(ids), dtype=np.uint64)
+        packed.sort()
+        return (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
     order = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
     for shift in range(16, bits, 16):
         digits = ids[order] >> shift
@@ -182,7 +191,7 @@ class FlatCorpus:
         first merge, and when a floor is lowered. Return those pairs and their counts.
 
         It goes over the positions a block at a time, twice, so that the temporary arrays stay small whatever the
-        corpus: first each block's pairs are sorted by code (`_stable_order`: radix passes of 16 bits, one for byte
+        corpus: first each block's pairs are sorted by code (`stable_order`: radix passes of 16 bits, one for byte
         pairs, two while the ids fit 16 bits) and reduced to its distinct pairs, their numbers of positions and their
         counts; then, the distinct pairs of all blocks known, each block's positions of the pairs kept are put in
         place, sorted again (a counting sort). The codes are the left id shifted by as many bits as the largest id
@@ -244,7 +253,7 @@ class FlatCorpus:
         code): their positions; and, one entry per distinct code, the codes, how many positions, and (if
         `with_counts`) the counts."""
         at, codes = self._pairs(start, shift)
-        order = _stable_order(codes, 2 * shift)
+        order = stable_order(codes, 2 * shift)
         at, codes = at[order], codes[order]
         if not len(codes):
             return at, codes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
