@@ -47,8 +47,9 @@ from hf_bpe.train.superword_words import PairCounts, cut_at_rare_pairs, segment_
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 13
-# Stage-2 pre-tokens are split into pieces about this many bytes of them at a time.
-SPLIT_BYTES = 1 << 22
+# Stage-2 pre-tokens are split into pieces about this many bytes of them at a time (each piece a bytes object until it
+# is merged: a few MB of them in each counting worker).
+SPLIT_BYTES = 1 << 18
 # A stage-1 tokenizer keeps the ids of at most this many pieces (a few MB in each counting worker: the frequent
 # pieces, first seen, are what saves time; the corpus's rare ones would each be merged once anyway).
 PIECE_CACHE = 1 << 15
@@ -155,8 +156,10 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
 def stage_one_tokenizer(stage_one: tuple[Vocab, Merges]) -> StageOneTokenizer:
     """The tokenizer of stage 1's vocab and merges (without the special tokens, which no stage-2 pre-token holds)."""
     vocab, merges = stage_one
-    return StageOneTokenizer({token_id: token for token_id, token in vocab.items()
-                              if token_id < 256 + len(merges)}, merges)
+    tokenizer = StageOneTokenizer({token_id: token for token_id, token in vocab.items()
+                                   if token_id < 256 + len(merges)}, merges)
+    tokenizer._tables()  # the merge kernel's tables, built once here: the counting workers fork after, and share them
+    return tokenizer
 
 
 class StageOneTokenizer(Tokenizer):
