@@ -40,7 +40,9 @@ CORPORA = [FIXTURES / "corpus.en", FIXTURES / "tinystories_sample.txt", FIXTURES
 # Small chunks make many tasks, spread over both nodes, with cuts at spaces and at special tokens.
 CHUNK_BYTES = 8192
 # Every node of the test cluster has a small object store, so that a test can show that a job stays within it.
-STORE_BYTES = 80 << 20  # Ray's least is 75 MB; the large dataset is three times this
+STORE_BYTES = 80 << 20  # Ray's least is 75 MB
+# The large dataset: more than the cluster's two object stores together.
+LARGE_BYTES = 2 * STORE_BYTES + (16 << 20)
 
 # The documents of the token-array tests: empty and whitespace-only ones, non-ASCII text, a special-token string
 # inside a document (ordinary text unless allow_special), and enough of them for several shards and blocks.
@@ -319,13 +321,13 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2_before_any_output(tmp_pat
 
 @pytest.fixture(scope="module")
 def large_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A JSON-lines dataset of 240 MB, three times a node's object store (STORE_BYTES) and more than the cluster's
-    two stores together; documents of 200-1,700 words, so that the cuts fall inside its read batches."""
+    """A JSON-lines dataset of 176 MiB (LARGE_BYTES), more than the cluster's two object stores (STORE_BYTES each)
+    together; documents of 200-1,700 words, so that the cuts fall inside its read batches."""
     words = (FIXTURES / "corpus.en").read_text(encoding="utf-8").split()
     path = tmp_path_factory.mktemp("large") / "docs.jsonl"
     size = index = 0
     with open(path, "w", encoding="utf-8") as file:
-        while size < 3 * STORE_BYTES:
+        while size < LARGE_BYTES:
             start = index * 7919 % (len(words) - 2000)
             line = json.dumps({"text": " ".join(words[start:start + 200 + index % 1500]), "id": index}) + "\n"
             file.write(line)
@@ -334,7 +336,7 @@ def large_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_ray_tokenize_streams_a_dataset_three_times_the_object_store(cluster, tokenizer_dir, large_jsonl, tmp_path):
+def test_ray_tokenize_streams_a_dataset_larger_than_both_object_stores(cluster, tokenizer_dir, large_jsonl, tmp_path):
     from hf_bpe.cluster.store_stats import ObjectStoreMonitor
     from hf_bpe.cluster.workers import IN_FLIGHT_PER_ACTOR
 
@@ -350,7 +352,7 @@ def test_ray_tokenize_streams_a_dataset_three_times_the_object_store(cluster, to
     assert monitor.samples > 10 and monitor.failed_samples == 0
     assert 0 < monitor.peak_used_bytes <= bound < STORE_BYTES, (monitor.peak_used_bytes, bound)
     assert monitor.peak_spilled_bytes == 0
-    assert len(metadata["shards"]) >= 3 * STORE_BYTES // shard_bytes - 1
+    assert len(metadata["shards"]) >= LARGE_BYTES // shard_bytes - 1
 
     local = tokenize_dataset(tokenizer_dir, "json", tmp_path / "local", data_files=[str(large_jsonl)], num_proc=2,
                              progress=False)
@@ -358,7 +360,7 @@ def test_ray_tokenize_streams_a_dataset_three_times_the_object_store(cluster, to
     assert file_sha256(tmp_path / "ray" / "train.bin") == file_sha256(tmp_path / "local" / "train.bin")
 
 
-def test_ray_counting_of_a_corpus_three_times_the_object_store_keeps_it_out_of_the_store(cluster, large_jsonl):
+def test_ray_counting_of_a_corpus_larger_than_both_object_stores_keeps_it_out_of_the_store(cluster, large_jsonl):
     from hf_bpe.cluster.store_stats import ObjectStoreMonitor
 
     with ObjectStoreMonitor(spill_root=cluster.temp_dir) as monitor:
