@@ -18,7 +18,7 @@ if [[ ! -x "$venv/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$require
     rm -rf "$venv"
     python3 -m venv "$venv"
     log="$venv/pip.log"
-    if ! "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile --pre "$requirement" > "$log" 2>&1; then
+    if ! "$venv/bin/python" -m pip install --disable-pip-version-check --pre "$requirement" > "$log" 2>&1; then
         tail -n 30 "$log" >&2
         echo "tokenizers1.sh: pip install failed (full log: $log)" >&2
         exit 1

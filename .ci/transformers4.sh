@@ -21,8 +21,8 @@ if [[ ! -x "$venv/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$wanted"
     rm -rf "$venv"
     "$python" -m venv "$venv"
     log="$venv/pip.log"
-    if ! { "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile "${requirements[@]}" &&
-           "$venv/bin/python" -m pip install --disable-pip-version-check --no-compile --no-deps -e "$repo"; } > "$log" 2>&1; then
+    if ! { "$venv/bin/python" -m pip install --disable-pip-version-check "${requirements[@]}" &&
+           "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps -e "$repo"; } > "$log" 2>&1; then
         tail -n 30 "$log" >&2
         echo "transformers4.sh: pip install failed (full log: $log)" >&2
         exit 1
