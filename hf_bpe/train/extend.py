@@ -234,16 +234,17 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
             or multiprocessing_context().get_start_method() != "fork"):
         yield from (base.merge_pretoken_arrays(pretokens[start:stop]) for start, stop in bounds)
         return
-    with process_pool(workers, (pretokens, base)) as pool:
+    # Sent back in the smallest dtype that holds every id: receiving the arrays costs this process in proportion to
+    # their bytes, while the workers use both cores.
+    ids_dtype = segment_dtype(max(base.vocab, default=0) + 1)
+    with process_pool(workers, (pretokens, base, ids_dtype)) as pool:
         yield from pool.imap(_segment_in_worker, bounds)
 
 
 def _segment_in_worker(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    pretokens, base = worker_state()
+    pretokens, base, ids_dtype = worker_state()
     ids, sizes = base.merge_pretoken_arrays(pretokens[bounds[0]:bounds[1]])
-    # Sent back in the smallest dtypes that hold them: receiving the arrays costs this process in proportion to
-    # their bytes, while the workers use both cores.
-    return ids.astype(segment_dtype(max(base.vocab, default=0) + 1)), sizes.astype(np.int32)
+    return ids.astype(ids_dtype), sizes.astype(np.int32)
 
 
 def _extend(base: Tokenizer, counts: Mapping[bytes, int], vocab_size: int, progress: bool | None, verbose: bool,

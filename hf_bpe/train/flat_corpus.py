@@ -191,11 +191,11 @@ class FlatCorpus:
         first merge, and when a floor is lowered. Return those pairs and their counts.
 
         It goes over the positions a block at a time, twice, so that the temporary arrays stay small whatever the
-        corpus: first each block's pairs are sorted by code (`stable_order`: radix passes of 16 bits, one for byte
-        pairs, two while the ids fit 16 bits) and reduced to its distinct pairs, their numbers of positions and their
-        counts; then, the distinct pairs of all blocks known, each block's positions of the pairs kept are put in
-        place, sorted again (a counting sort). The codes are the left id shifted by as many bits as the largest id
-        needs, or'ed with the right one, so that token ids sort as cheaply as bytes."""
+        corpus: first each block's pairs are sorted by code (`stable_order`: one radix pass for byte pairs, one sort
+        of code and index packed in a uint64 for pairs of larger ids) and reduced to its distinct pairs, their
+        numbers of positions and their counts; then, the distinct pairs of all blocks known, each block's positions
+        of the pairs kept are put in place, sorted again (a counting sort). The codes are the left id shifted by as
+        many bits as the largest id needs, or'ed with the right one, so that token ids sort as cheaply as bytes."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
         shift = max(8, int(self.symbols.max()).bit_length())
         # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.

@@ -110,7 +110,7 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
     """
     vocab, merges = stage_one
     # Not a stage-1 tokenizer unless the counts need segmenting here: its tables would stay in memory while merging.
-    ordinary = {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
+    ordinary = _ordinary_vocab(stage_one)
     start = time.perf_counter()
     num_merges = vocab_size - len(special_tokens) - len(ordinary)
     counted = None if token_counts is None else token_counts[:vocab_size - len(special_tokens)]
@@ -155,11 +155,15 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
 
 def stage_one_tokenizer(stage_one: tuple[Vocab, Merges]) -> StageOneTokenizer:
     """The tokenizer of stage 1's vocab and merges (without the special tokens, which no stage-2 pre-token holds)."""
-    vocab, merges = stage_one
-    tokenizer = StageOneTokenizer({token_id: token for token_id, token in vocab.items()
-                                   if token_id < 256 + len(merges)}, merges)
+    tokenizer = StageOneTokenizer(_ordinary_vocab(stage_one), stage_one[1])
     tokenizer._tables()  # the merge kernel's tables, built once here: the counting workers fork after, and share them
     return tokenizer
+
+
+def _ordinary_vocab(stage_one: tuple[Vocab, Merges]) -> Vocab:
+    """Stage 1's vocab without its special tokens (the bytes and the merged tokens)."""
+    vocab, merges = stage_one
+    return {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
 
 
 class StageOneTokenizer(Tokenizer):
