@@ -4,10 +4,10 @@ learned on new text, every base id and merge unchanged.
 It is the one merge loop (`hf_bpe.train.merge_loop._merge`) from another start state (`merge_loop._Words`): each
 distinct pre-token of the corpus is split into base tokens by hf_bpe's encoder (`Tokenizer.merge_pretoken_arrays`:
 the base merges in rank order, in numpy batches, giant pre-tokens in bounded memory; shortest first, in worker
-processes: `base_words`), and merging goes on from that segmentation with the usual tie rule until the vocabulary
-is full, over the base ids the words hold renumbered 0, 1, ... (`compact_ids`). New tokens take the ids after the
-base's largest id (special tokens included). The plain definition is
-`hf_bpe.train._reference.reference_extend_from_counts`.
+processes, while this process sorts the pairs of the batches done: `base_words`), and merging goes on from that
+segmentation with the usual tie rule until the vocabulary is full, over the base ids the words hold renumbered 0, 1,
+... (`compact_ids`). New tokens take the ids after the base's largest id (special tokens included). The plain
+definition is `hf_bpe.train._reference.reference_extend_from_counts`.
 
 The interface, for continuing from any stage (SuperBPE's stage 2 is `extend_bpe(stage_1, ..., pattern=superword)`):
 
@@ -51,12 +51,13 @@ from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_
 from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.local_engine import check_num_workers
 from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
+from hf_bpe.train.pair_runs import PairRuns, pair_shift, sorted_pair_runs
 from hf_bpe.train.superword_words import segment_dtype
 
-# The distinct pre-tokens are split into base tokens this many at a time (one numpy batch of the encoder each: a MB or
-# two of its temporary arrays). Shortest first, smaller batches cost no more per word than larger ones, and the
-# workers' batches are short enough that neither waits long for the other at the end.
-SEGMENT_BATCH = 1 << 12
+# The distinct pre-tokens are split into base tokens this many bytes at a time (one numpy batch of the encoder each: a
+# MB or two of its temporary arrays). Counted in bytes, not pre-tokens, the batches take about as long each, short
+# enough that neither worker waits long for the other at the end.
+SEGMENT_BYTES = 1 << 17
 # With fewer batches than this the pre-tokens are split in this process: starting workers would cost more than it saves.
 MIN_PARALLEL_BATCHES = 8
 
@@ -157,10 +158,12 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
     ones of two or more tokens kept as words (int32 ids), shortest first. The counts of the pre-tokens of one token go
     to `token_counts` when given.
 
-    The pre-tokens are split in batches of `SEGMENT_BATCH`, shortest first (the words of a batch then finish their
-    merges together: fewer numpy steps per word), in `num_workers` processes when there are at least
+    The pre-tokens are split in batches of about `SEGMENT_BYTES`, shortest first (the words of a batch then finish
+    their merges together: fewer numpy steps per word), in `num_workers` processes when there are at least
     `MIN_PARALLEL_BATCHES` batches and they can be forked (`hf_bpe.common.parallel.process_pool`: they inherit the
-    pre-tokens and the base, and send back each batch's ids as two arrays).
+    pre-tokens and the base, and send back each batch's ids as two arrays). As each batch arrives, its words' pairs
+    are sorted here (`words.pair_runs`, the flat store's first indexing pass): the merge loop alone keeps one core
+    busy, so this work done beside the workers' leaves less for after them.
 
     >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> words = base_words({b"abc": 2, b"ab": 5, b"ba": 1}, base)
@@ -180,23 +183,66 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
     except OverflowError:
         raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits") from None
     pretokens = list(counts)
-    order = np.argsort(np.fromiter(map(len, pretokens), dtype=np.int64, count=len(pretokens)), kind="stable")
+    pretoken_lengths = np.fromiter(map(len, pretokens), dtype=np.int64, count=len(pretokens))
+    order = np.argsort(pretoken_lengths, kind="stable")
     pretokens = list(map(pretokens.__getitem__, order.tolist()))
     frequencies = frequencies[order]
-    bounds = [(start, min(start + SEGMENT_BATCH, len(pretokens))) for start in range(0, len(pretokens), SEGMENT_BATCH)]
-    pieces, lengths, kept = [], [], []
+    bounds = _batches(pretoken_lengths[order])
+    shift = pair_shift(largest)
+    pieces, lengths, kept, pair_runs = [], [], [], []
+    first_position = 1  # the flat store's: a separator, then each word and a separator
     for (start, stop), (ids, sizes) in zip(bounds, _segmented(pretokens, base, bounds, num_workers)):
         several = sizes > 1
         pieces.append(ids[np.repeat(several, sizes)].astype(np.int32))
         lengths.append(sizes[several])
         kept.append(np.flatnonzero(several) + start)
+        # Sorted here as each batch arrives, while the workers split the next ones: the flat store's first pass.
+        pair_runs.append(_batch_pair_runs(pieces[-1], lengths[-1], frequencies[kept[-1]], first_position, shift))
+        first_position += len(pieces[-1]) + len(lengths[-1])
         if token_counts is not None:
             single = sizes == 1
             np.add.at(token_counts, ids[np.repeat(single, sizes)], frequencies[start:stop][single].astype(np.uint64))
     empty = np.zeros(0, dtype=np.int64)
-    return _Words(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32),
-                  np.concatenate(lengths) if lengths else empty,
-                  frequencies[np.concatenate(kept)] if kept else empty, len(counts), token_bytes)
+    words = _Words(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32),
+                   np.concatenate(lengths) if lengths else empty,
+                   frequencies[np.concatenate(kept)] if kept else empty, len(counts), token_bytes)
+    words.pair_runs = pair_runs
+    return words
+
+
+def _batches(lengths: np.ndarray) -> list[tuple[int, int]]:
+    """Bounds of consecutive batches of pre-tokens of these `lengths` (ascending), each of about `SEGMENT_BYTES`
+    bytes, or one pre-token.
+
+    >>> _batches(np.array([1, 1, 2, 3] + [SEGMENT_BYTES] * 2))
+    [(0, 4), (4, 5), (5, 6)]
+    """
+    ends = np.cumsum(lengths)
+    bounds, start = [], 0
+    while start < len(lengths):
+        before = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, before + SEGMENT_BYTES, side="right")), start + 1)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _batch_pair_runs(ids: np.ndarray, sizes: np.ndarray, weights: np.ndarray, first_position: int, shift: int
+                     ) -> PairRuns:
+    """The pairs inside a batch's words (`ids` end to end, `sizes` of them each, two or more; the words'
+    `weights`), as `PairRuns` of the flat store's positions, where the first word starts at `first_position` and each
+    word is followed by a separator; codes with `shift`.
+
+    >>> runs = _batch_pair_runs(np.array([5, 6, 5, 6, 7]), np.array([2, 3]), np.array([10, 1]), 1, 8)
+    >>> [array.tolist() for array in runs]
+    [[1, 4, 5], [1286, 1543], [2, 1], [11, 1]]
+    """
+    inside = np.ones(len(ids), dtype=bool)
+    inside[np.cumsum(sizes) - 1] = False  # a word's last id starts no pair
+    at = np.flatnonzero(inside)
+    word = np.repeat(np.arange(len(sizes)), sizes - 1)  # the word of each pair
+    codes = (ids[at].astype(np.int64) << shift) | ids[at + 1]
+    return sorted_pair_runs((at + word + first_position).astype(np.int32), codes, 2 * shift, weights[word])
 
 
 def compact_ids(words: _Words) -> tuple[_Words, np.ndarray]:
@@ -215,11 +261,17 @@ def compact_ids(words: _Words) -> tuple[_Words, np.ndarray]:
     used = np.zeros(words.first_new_id, dtype=bool)
     used[words.data] = True
     ids = np.flatnonzero(used)
-    renumbered = (np.cumsum(used, dtype=np.int32) - 1)[words.data]
+    compact_of = np.cumsum(used, dtype=np.int32) - 1
     token_bytes = words.token_bytes
-    compact = _Words(renumbered, words.lengths, words.frequencies, words.distinct,
+    compact = _Words(compact_of[words.data], words.lengths, words.frequencies, words.distinct,
                      list(map(token_bytes.__getitem__, ids.tolist())))
     compact.other_tokens = frozenset(token for token in token_bytes if token is not None) | words.other_tokens
+    if words.pair_runs is not None:  # renumbered in order: each block's codes stay sorted
+        shift, compact_shift = pair_shift(words.first_new_id - 1), pair_shift(len(ids) - 1)
+        compact.pair_runs = [
+            runs._replace(codes=(compact_of[runs.codes >> shift].astype(np.int64) << compact_shift)
+                          | compact_of[runs.codes & ((1 << shift) - 1)])
+            for runs in words.pair_runs]
     return compact, ids
 
 
@@ -237,6 +289,7 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
     # Sent back in the smallest dtype that holds every id: receiving the arrays costs this process in proportion to
     # their bytes, while the workers use both cores.
     ids_dtype = segment_dtype(max(base.vocab, default=0) + 1)
+    base._tables()  # the merge kernel's tables, built once here: the workers fork after, and share them
     with process_pool(workers, (pretokens, base, ids_dtype)) as pool:
         yield from pool.imap(_segment_in_worker, bounds)
 

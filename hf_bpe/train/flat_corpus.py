@@ -54,6 +54,7 @@ from operator import add, eq, is_not, not_, sub
 import numpy as np
 
 from hf_bpe.encode.merge_kernels import every_other_in_runs
+from hf_bpe.train.pair_runs import PairRuns, pair_shift, sorted_pair_runs
 
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
@@ -107,33 +108,6 @@ def _int32_array(size: int) -> tuple[array, np.ndarray]:
     return buffer, np.frombuffer(buffer, dtype=np.int32)
 
 
-def stable_order(ids: np.ndarray, bits: int = 32) -> np.ndarray:
-    """The stable order of sorting `ids` (non-negative, below 2 ** `bits`). Up to 16 bits, one radix sort (numpy's
-    stable sort of uint16); above, when each id and its index fit one uint64 together, a sort of those values (numpy
-    sorts values with SIMD, about twice as fast as two radix passes); else radix sorts of 16 bits, least significant
-    first, as many as `bits` needs.
-
-    >>> stable_order(np.array([70000, 5, 70000, 3, 5])).tolist()
-    [3, 1, 4, 0, 2]
-    >>> stable_order(np.array([1 << 40, 7, 1 << 40, 1 << 33]), 41).tolist()
-    [1, 3, 0, 2]
-    >>> stable_order(np.array([1 << 60, 7, 1 << 60, 1 << 33]), 61).tolist()
-    [1, 3, 0, 2]
-    """
-    index_bits = max(1, (len(ids) - 1).bit_length())
-    if 16 < bits <= 64 - index_bits:
-        packed = (ids.astype(np.uint64) << np.uint64(index_bits)) | np.arange(len(ids), dtype=np.uint64)
-        packed.sort()
-        return (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
-    order = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
-    for shift in range(16, bits, 16):
-        digits = ids[order] >> shift
-        if shift + 16 < bits:
-            digits &= 0xFFFF
-        order = order[np.argsort(digits.astype(np.uint16), kind="stable")]
-    return order
-
-
 def _chars(symbols: np.ndarray) -> str:
     """The tokens `symbols` as one character each (surrogates included: token ids are any code points).
 
@@ -147,9 +121,11 @@ class FlatCorpus:
     """The words as linked positions in flat arrays, with pair counts and an index pair -> positions (see module)."""
 
     def __init__(self, data: bytes | np.ndarray, lengths: np.ndarray, frequencies: np.ndarray, floor: int = 0,
-                 first_new_id: int = 256) -> None:
+                 first_new_id: int = 256, pair_runs: list[PairRuns] | None = None) -> None:
         """`data`: the words end to end, as bytes (each byte its token id) or as an int32 array of token ids below
-        `first_new_id`, the id the first merge makes (`merge_loop._Words`, the start state)."""
+        `first_new_id`, the id the first merge makes (`merge_loop._Words`, the start state). `pair_runs`: the words'
+        pairs already sorted and counted (their positions here, codes with `pair_shift(first_new_id - 1)`, totals
+        of `frequencies`), a block of ascending positions each, in order; used up (emptied)."""
         size = len(data) + len(lengths) + 1
         separators = np.zeros(size, dtype=bool)
         separators[np.cumsum(lengths + 1)] = True
@@ -173,7 +149,7 @@ class FlatCorpus:
         self.token_chars = list(map(chr, range(first_new_id)))  # chr(id) for every token so far
         self.floor = floor
         self.index: dict[str, np.ndarray | array | int] = {}
-        self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs()))
+        self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs(given_runs=pair_runs)))
 
     def _pairs(self, start: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
         """The pairs starting in the block of positions from `start`: their positions, and their codes (left symbol
@@ -186,7 +162,7 @@ class FlatCorpus:
         codes = (left[at].astype(np.int64) << shift) | right[right >= 0]
         return (at + start).astype(np.int32), codes
 
-    def _index_pairs(self, floor: int = 0) -> tuple[list[str], list[int]]:
+    def _index_pairs(self, floor: int = 0, given_runs: list[PairRuns] | None = None) -> tuple[list[str], list[int]]:
         """Count and index every pair where it is now, counting `floor` or more (replacing `index`): before the
         first merge, and when a floor is lowered. Return those pairs and their counts.
 
@@ -195,12 +171,22 @@ class FlatCorpus:
         of code and index packed in a uint64 for pairs of larger ids) and reduced to its distinct pairs, their
         numbers of positions and their counts; then, the distinct pairs of all blocks known, each block's positions
         of the pairs kept are put in place, sorted again (a counting sort). The codes are the left id shifted by as
-        many bits as the largest id needs, or'ed with the right one, so that token ids sort as cheaply as bytes."""
+        many bits as the largest id needs, or'ed with the right one, so that token ids sort as cheaply as bytes.
+        `given_runs`, the first pass made already (`hf_bpe.train.extend.base_words` sorts each batch of words as it
+        arrives from the workers), also serve as the second's positions."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
-        shift = max(8, int(self.symbols.max()).bit_length())
+        shift = pair_shift(self.symbols.max() if given_runs is None else len(self.token_chars) - 1)
         # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.
-        counts_later = shift == 8 and floor <= 1
-        if counts_later:
+        counts_later = shift == 8 and floor <= 1 and given_runs is None
+        if given_runs is not None:
+            runs_of_blocks = [(runs.codes, runs.sizes, runs.totals) for runs in given_runs]
+            given_positions = [runs.positions for runs in reversed(given_runs)]  # popped in order, each let go
+            given_runs.clear()
+            codes = np.concatenate([np.zeros(0, dtype=np.int64), *(runs[0] for runs in runs_of_blocks)])
+            # Sorted as uint32 when they fit: twice as fast as int64.
+            distinct = np.unique(codes.astype(np.uint32) if 2 * shift <= 32 else codes).astype(np.int64)
+            del codes
+        elif counts_later:
             distinct = np.arange(1 << 16)
             runs_of_blocks = []
             for start in blocks:
@@ -226,10 +212,13 @@ class FlatCorpus:
         ends = np.cumsum(sizes)
         filled = ends - sizes  # where each pair's next positions go
         positions = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
-        for start, (ids, block_sizes, _) in zip(blocks, runs_of_blocks):
-            at, _, _, block_totals = self._sorted_pairs(start, shift, counts_later)
-            if counts_later:
-                totals[ids] += block_totals
+        for block, (ids, block_sizes, _) in enumerate(runs_of_blocks):
+            if given_runs is not None:
+                at = given_positions.pop()
+            else:
+                at, _, _, block_totals = self._sorted_pairs(block * INDEX_BLOCK, shift, counts_later)
+                if counts_later:
+                    totals[ids] += block_totals
             run_starts = np.cumsum(block_sizes) - block_sizes
             destinations = np.repeat(filled[ids] - run_starts, block_sizes)
             destinations += np.arange(len(destinations))
@@ -247,20 +236,10 @@ class FlatCorpus:
                       for key, start, stop, start_position in zip(keys, starts, stops, positions[starts].tolist())}
         return keys, totals[present].tolist()
 
-    def _sorted_pairs(self, start: int, shift: int, with_counts: bool
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """The pairs starting in the block of positions from `start`, sorted by code (positions ascending within a
-        code): their positions; and, one entry per distinct code, the codes, how many positions, and (if
-        `with_counts`) the counts."""
+    def _sorted_pairs(self, start: int, shift: int, with_counts: bool) -> PairRuns:
+        """The pairs starting in the block of positions from `start`, as `PairRuns` (their totals if `with_counts`)."""
         at, codes = self._pairs(start, shift)
-        order = stable_order(codes, 2 * shift)
-        at, codes = at[order], codes[order]
-        if not len(codes):
-            return at, codes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        runs = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-        sizes = np.diff(np.append(runs, len(codes)))
-        counts = np.add.reduceat(self.frequencies[self.word_of[at]], runs) if with_counts else None
-        return at, codes[runs], sizes, counts
+        return sorted_pair_runs(at, codes, 2 * shift, self.frequencies[self.word_of[at]] if with_counts else None)
 
     def lower_floor(self) -> dict[str, int]:
         """Lower the floor (to a quarter, or to 0 below 2) when no pair counting at least the floor is left: count

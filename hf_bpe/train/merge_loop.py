@@ -52,6 +52,7 @@ import numpy as np
 
 from hf_bpe.common.parallel import progress_bar
 from hf_bpe.train.flat_corpus import FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.pair_runs import PairRuns
 from hf_bpe.train.queues import QUEUES
 
 Vocab = dict[int, bytes]
@@ -119,6 +120,8 @@ class _Words:
         # Tokens that no id of `token_bytes` stands for and that a merge must not make either (the base's tokens that
         # `hf_bpe.train.extend.compact_ids` leaves out).
         self.other_tokens: frozenset[bytes] = frozenset()
+        # The words' pairs sorted by blocks of the flat store's positions (`hf_bpe.train.extend.base_words`); used up.
+        self.pair_runs: list[PairRuns] | None = None
 
     @classmethod
     def of_counts(cls, counts: Mapping[bytes, int]) -> _Words:
@@ -170,10 +173,11 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
     words.check_totals()
     if store == "flat":
         floor = max(speculative_floor(words.frequencies, num_merges), min_frequency if min_frequency > 1 else 0)
-        corpus: _Corpus | FlatCorpus = FlatCorpus(words.data, words.lengths, words.frequencies, floor, first_new_id)
+        corpus: _Corpus | FlatCorpus = FlatCorpus(words.data, words.lengths, words.frequencies, floor, first_new_id,
+                                                  words.pair_runs)
     else:
         corpus = _Corpus(words.strings(), array("q", words.frequencies.tobytes()), long_word_length)
-    words.data, words.lengths = b"", np.zeros(0, dtype=np.int64)
+    words.data, words.lengths, words.pair_runs = b"", np.zeros(0, dtype=np.int64), None
     del words
     pair_counts = corpus.pair_counts
     token_keys = [_reverse_order_key(token or b"") for token in token_bytes]

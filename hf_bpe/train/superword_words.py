@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from hf_bpe.train.flat_corpus import stable_order
 from hf_bpe.train.merge_loop import _Words
+from hf_bpe.train.pair_runs import stable_order
 
 # Pairs of stage-1 tokens are counted this many positions at a time.
 PAIR_BLOCK = 1 << 18

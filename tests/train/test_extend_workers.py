@@ -1,7 +1,7 @@
 """Tests for the fast paths of hf_bpe.train.extend: the pre-tokens split into base tokens in worker processes (the
 batch boundaries, one worker against two, an error in a worker, SIGTERM and Ctrl-C of real `hf-bpe train --extend`
-processes while the workers split), and the base's ids renumbered for the merge loop (`compact_ids`), differential
-against the reference."""
+processes while the workers split), the pairs sorted as the batches arrive, and the base's ids renumbered for the
+merge loop (`compact_ids`), differential against the reference and the flat store's own indexing."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from hf_bpe import Tokenizer, train_bpe_from_counts
 from hf_bpe.common.errors import InputError
 from hf_bpe.train import extend
 from hf_bpe.train._reference import reference_extend_from_counts
-from hf_bpe.train.extend import base_words, extend_bpe_from_counts
+from hf_bpe.train.extend import base_words, compact_ids, extend_bpe_from_counts
+from hf_bpe.train.flat_corpus import FlatCorpus
 from tests.cli.faults import assert_no_process_left, children_of, finish, one_line, start, wait_for
 from tests.train.test_extend import corpus_counts, random_bases
 
@@ -41,6 +42,27 @@ def test_the_whole_extension_with_compact_ids_equals_the_reference(base: Tokeniz
     options = {"min_frequency": min_frequency, "max_token_length": max_token_length}
     expected = reference_extend_from_counts(counts, base.vocab, base.merges, vocab_size, **options)
     assert extend_bpe_from_counts(base, counts, vocab_size, num_workers=1, **options) == expected
+
+
+@differential
+@given(random_bases(), corpus_counts, st.sampled_from([0, 2, 9]), st.sampled_from([1, 3, 1 << 20]))
+def test_the_pairs_sorted_while_splitting_index_the_store_as_it_indexes_itself(base: Tokenizer,
+                                                                                 counts: dict[bytes, int], floor: int,
+                                                                                 batch: int) -> None:
+    """`base_words` sorts each batch's pairs as it arrives (`PairRuns`), and `compact_ids` renumbers their codes:
+    the flat store built from them has the counts and index of one built from the words alone."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(extend, "SEGMENT_BYTES", batch)
+        words, _ = compact_ids(base_words(counts, base))
+        batches = extend._batches(np.sort(np.fromiter(map(len, counts), dtype=np.int64)))
+    assert words.pair_runs is not None and len(words.pair_runs) == len(batches)
+    given_runs = FlatCorpus(words.data, words.lengths, words.frequencies, floor, words.first_new_id, words.pair_runs)
+    alone = FlatCorpus(words.data, words.lengths, words.frequencies, floor, words.first_new_id)
+    assert words.pair_runs == []  # used up
+    assert given_runs.pair_counts == alone.pair_counts
+    assert given_runs.index.keys() == alone.index.keys()
+    for pair, entry in alone.index.items():
+        assert np.array_equal(given_runs.index[pair], entry)
 
 
 def gpt2_like_counts(count: int, seed: int) -> dict[bytes, int]:
@@ -66,13 +88,13 @@ def words_state(counts: dict[bytes, int], base: Tokenizer, workers: int) -> tupl
             words.first_new_id)
 
 
-@pytest.mark.parametrize("batch", [1, 7, 96, 299, 300, 1000])
+@pytest.mark.parametrize("batch", [1, 40, 1500, -1, 0, 1 << 20])
 def test_workers_split_as_this_process_at_every_batch_boundary(trained_base, monkeypatch, batch: int) -> None:
-    """Batches of one pre-token, of a few (the encoder's scalar path), of `MIN_BATCH_MERGE` (its numpy batch), one
-    short of all of them, all of them, more than all: two workers give what one does, which is what the base
-    encodes each pre-token to."""
-    counts = gpt2_like_counts(300, batch)
-    monkeypatch.setattr(extend, "SEGMENT_BATCH", batch)
+    """Batches (`SEGMENT_BYTES`) of one pre-token, of a few (the encoder's scalar path), of more than
+    `MIN_BATCH_MERGE` (its numpy batch), one byte short of all of them, all of them, more than all: two workers give
+    what one does, which is what the base encodes each pre-token to."""
+    counts = gpt2_like_counts(300, batch % 1000)
+    monkeypatch.setattr(extend, "SEGMENT_BYTES", batch if batch > 0 else sum(map(len, counts)) + batch)
     monkeypatch.setattr(extend, "MIN_PARALLEL_BATCHES", 1)
     alone = words_state(counts, trained_base, 1)
     assert words_state(counts, trained_base, 2) == alone
@@ -92,7 +114,7 @@ def test_workers_split_as_this_process_at_every_batch_boundary(trained_base, mon
 
 def test_two_workers_extend_as_one(trained_base, monkeypatch) -> None:
     counts = gpt2_like_counts(2000, 5)
-    monkeypatch.setattr(extend, "SEGMENT_BATCH", 128)
+    monkeypatch.setattr(extend, "SEGMENT_BYTES", 1300)
     results = []
     for workers in (1, 2):
         token_counts = np.zeros(max(trained_base.vocab) + 1 + 60, dtype=np.uint64)
@@ -107,7 +129,7 @@ def test_with_a_thread_running_the_pre_tokens_are_split_here(trained_base, monke
     """Workers could not be forked (as after `ray.init`), and spawning them would cost more than splitting: this
     process splits, with the same result."""
     counts = gpt2_like_counts(300, 2)
-    monkeypatch.setattr(extend, "SEGMENT_BATCH", 7)
+    monkeypatch.setattr(extend, "SEGMENT_BYTES", 70)
     pools: list[int] = []
     real_pool = extend.process_pool
     monkeypatch.setattr(extend, "process_pool", lambda workers, state: pools.append(workers) or real_pool(workers,
@@ -126,13 +148,14 @@ def test_with_a_thread_running_the_pre_tokens_are_split_here(trained_base, monke
 
 def extension_in_a_pool_worker(workers: int) -> tuple:
     base = Tokenizer(*train_bpe_from_counts(gpt2_like_counts(400, 1), 330))
-    counts = gpt2_like_counts(70_000, 6)  # more than MIN_PARALLEL_BATCHES batches
+    counts = gpt2_like_counts(20_000, 6)  # with 4 KB batches, more than MIN_PARALLEL_BATCHES batches
     return extend_bpe_from_counts(base, counts, len(base.vocab) + 20, num_workers=workers)
 
 
-def test_a_pool_worker_extends_in_its_own_process() -> None:
+def test_a_pool_worker_extends_in_its_own_process(monkeypatch) -> None:
     """A daemonic process (a worker of the caller's own pool) may not start processes: it splits the pre-tokens
     itself."""
+    monkeypatch.setattr(extend, "SEGMENT_BYTES", 1 << 12)  # set before the pool forks: its worker has it too
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply(extension_in_a_pool_worker, (2,)) == extension_in_a_pool_worker(1)
 
@@ -142,7 +165,7 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_workers(monkeypat
     and no worker is left."""
     base = Tokenizer({byte: bytes([byte]) for byte in range(256) if byte != 0xFF} | {300: b"ab"}, [(b"a", b"b")])
     counts = {f"ab{number}".encode(): 1 for number in range(500)} | {b"\xffabcdefghijklmnop": 1}
-    monkeypatch.setattr(extend, "SEGMENT_BATCH", 50)
+    monkeypatch.setattr(extend, "SEGMENT_BYTES", 250)
     # Children from earlier tests (multiprocessing's resource tracker, a Ray cluster) may live on: only new ones count.
     before = set(children_of(os.getpid()))
     with pytest.raises(InputError, match="byte 0xff has no token"):
