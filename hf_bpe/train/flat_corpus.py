@@ -54,7 +54,7 @@ from operator import add, eq, is_not, not_, sub
 import numpy as np
 
 from hf_bpe.encode.merge_kernels import every_other_in_runs
-from hf_bpe.train.pair_runs import PairRuns, pair_shift, sorted_pair_runs
+from hf_bpe.train.pair_runs import PairRuns, distinct_codes, pair_shift, sorted_pair_runs
 
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
@@ -175,18 +175,10 @@ class FlatCorpus:
         `given_runs`, the first pass made already (`hf_bpe.train.extend.base_words` sorts each batch of words as it
         arrives from the workers), also serve as the second's positions."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
-        shift = pair_shift(self.symbols.max() if given_runs is None else len(self.token_chars) - 1)
+        shift = pair_shift(len(self.token_chars) - 1)  # the largest id any word may hold
         # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.
         counts_later = shift == 8 and floor <= 1 and given_runs is None
-        if given_runs is not None:
-            runs_of_blocks = [(runs.codes, runs.sizes, runs.totals) for runs in given_runs]
-            given_positions = [runs.positions for runs in reversed(given_runs)]  # popped in order, each let go
-            given_runs.clear()
-            codes = np.concatenate([np.zeros(0, dtype=np.int64), *(runs[0] for runs in runs_of_blocks)])
-            # Sorted as uint32 when they fit: twice as fast as int64.
-            distinct = np.unique(codes.astype(np.uint32) if 2 * shift <= 32 else codes).astype(np.int64)
-            del codes
-        elif counts_later:
+        if counts_later:
             distinct = np.arange(1 << 16)
             runs_of_blocks = []
             for start in blocks:
@@ -194,11 +186,13 @@ class FlatCorpus:
                 ids = block_sizes.nonzero()[0]
                 runs_of_blocks.append((ids, block_sizes[ids], None))
         else:
-            runs_of_blocks = [self._sorted_pairs(start, shift, True)[1:] for start in blocks]
-            if len(runs_of_blocks) == 1:
-                distinct = runs_of_blocks[0][0]
+            if given_runs is not None:
+                runs_of_blocks = [(runs.codes, runs.sizes, runs.totals) for runs in given_runs]
+                given_positions = [runs.positions for runs in reversed(given_runs)]  # popped in order, each let go
+                given_runs.clear()
             else:
-                distinct = np.unique(np.concatenate([codes for codes, _, _ in runs_of_blocks]))
+                runs_of_blocks = [self._sorted_pairs(start, shift, True)[1:] for start in blocks]
+            distinct = distinct_codes([codes for codes, _, _ in runs_of_blocks], 2 * shift)
         sizes = np.zeros(len(distinct), dtype=np.int64)
         totals = np.zeros(len(distinct), dtype=np.int64)
         for block, (codes, block_sizes, block_totals) in enumerate(runs_of_blocks):

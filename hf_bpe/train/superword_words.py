@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.pair_runs import stable_order
+from hf_bpe.train.pair_runs import sorted_pair_runs, stable_order
 
 # Pairs of stage-1 tokens are counted this many positions at a time.
 PAIR_BLOCK = 1 << 18
@@ -73,12 +73,9 @@ class PairCounts:
             block_codes, weights = self._block(start, with_weights=True)
             if not len(block_codes):
                 continue
-            order = stable_order(block_codes, 8 * block_codes.dtype.itemsize)
-            block_codes = block_codes[order]
-            first = np.flatnonzero(np.concatenate(([True], block_codes[1:] != block_codes[:-1])))
-            block_totals = np.add.reduceat(weights[order], first)
-            block_codes = block_codes[first]
-            del order, weights, first
+            _, block_codes, _, block_totals = sorted_pair_runs(None, block_codes, 8 * block_codes.dtype.itemsize,
+                                                                 weights)
+            del weights
             at = np.searchsorted(self.distinct, block_codes)
             known = at < len(self.distinct)
             known[known] = self.distinct[at[known]] == block_codes[known]
