@@ -8,6 +8,8 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 # The shared benchmark corpora, beside the checkout (docs/corpora.md); tests that need them skip without them.
 SHARED_CORPORA = REPO.parent / "shared" / "corpora"
+# The shared fixtures too (../shared/README.md): OpenAI's o200k_base rank file, among others.
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
 
 
 def load_script(name: str) -> ModuleType:

@@ -30,6 +30,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.batches import batches_by_length, encode_in_worker
+from hf_bpe.encode.byte_encoding import decode_with_offsets, encode_bytes
 from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
 from hf_bpe.encode.decoding import join_tokens
 from hf_bpe.encode.long_words import LONG_WORD_BYTES, merge_long_word_packed
@@ -270,6 +271,16 @@ class Tokenizer:
         return [np.frombuffer(ids, dtype=ID_DTYPE)
                 for ids in self._encode_batch(texts, num_workers, allowed_special, disallowed_special)]
 
+    def encode_bytes(self, data: bytes) -> list[int]:
+        """Encode bytes that may not be UTF-8 as tiktoken's `Encoding._encode_bytes` does: UTF-8 as its text with
+        special tokens as ordinary text, else as `hf_bpe.encode.byte_encoding` says; `decode` of the ids gives them
+        back.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_bytes(b"a\\xff")
+        [97, 255]
+        """
+        return encode_bytes(self, data)
+
     def _encode_batch(self, texts: Sequence[str], num_workers: int | None, allowed_special: SpecialChoice,
                       disallowed_special: SpecialChoice) -> list[bytes]:
         texts = list(texts)
@@ -482,6 +493,15 @@ class Tokenizer:
         'hi'
         """
         return join_tokens(ids, self._vocab.__getitem__, self.id_to_token).decode("utf-8", errors="replace")
+
+    def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
+        """The text of `ids` and the character offset of each token in it, as tiktoken's `decode_with_offsets` gives
+        them (`hf_bpe.encode.byte_encoding`); UnicodeDecodeError when the bytes are not UTF-8.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_with_offsets([104, 0xC3, 0xA9])
+        ('hé', [0, 1, 1])
+        """
+        return decode_with_offsets(self, ids)
 
     # --------------------------------------------------------------------------------------------------- pickling
 
