@@ -108,7 +108,13 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.common.parallel import default_num_workers
     from hf_bpe.encode.tokenizer import Tokenizer
     from hf_bpe.evaluation.card import TRAINING_INFO_FILE, check_card_metadata, write_model_card
-    from hf_bpe.evaluation.token_counts import COUNT_DTYPE, save_token_counts, summary_note, token_counts_record
+    from hf_bpe.evaluation.token_counts import (
+        COUNT_DTYPE,
+        new_token_ids,
+        save_token_counts,
+        summary_note,
+        token_counts_record,
+    )
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import check_trainer_options, train_bpe_from_counts
@@ -219,10 +225,11 @@ def run_train(args: argparse.Namespace) -> int:
         except OSError as error:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
+    new_ids = None if base is None else new_token_ids(vocab, merges, len(base.merges))  # an extension's own
     print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
           f"{len(special_tokens)} special) in {training_seconds:.1f} s ({distinct:,} distinct pre-tokens counted "
           f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB)"
-          f"{summary_note(token_counts, vocab, special_tokens)}{replacement_note(training_info)}",
+          f"{summary_note(token_counts, vocab, special_tokens, new_ids)}{replacement_note(training_info)}",
           file=sys.stderr)
     if args.verbose:
         total = seconds_since_start()

@@ -157,12 +157,22 @@ def _render(data: CardData, images: list[tuple[str, str]] | None, plots_asked: b
         f"token{'s' if num_special != 1 else ''}. {coverage}",
         _training_section(data.directory, data.info, data.tokenizer, data.tokenizer.special_tokens),
         _compression_section(data.evaluations, data.info),
-        under_trained_section(data.token_counts, vocab, data.special_ids),
+        under_trained_section(data.token_counts, vocab, data.special_ids, _extension_ids(data)),
         _plots_section(images, plots_asked),
         _examples_section(data.tokenizer, data.language),
         _usage_section(data.tokenizer.special_tokens, data.tokenizer.pattern),
     ]
     return "\n\n".join(section.strip("\n") for section in sections) + "\n"
+
+
+def _extension_ids(data: CardData) -> list[int] | None:
+    """The ids of the tokens an extension learned (the training record's `extends`), None for other tokenizers."""
+    from hf_bpe.evaluation.token_counts import new_token_ids
+
+    extends = data.info.get("extends")
+    if not isinstance(extends, dict) or not isinstance(extends.get("merges"), int):
+        return None
+    return new_token_ids(data.tokenizer.vocab, data.tokenizer.merges, extends["merges"])
 
 
 def _draw_plots(data: CardData) -> list[tuple[str, str]]:

@@ -160,21 +160,50 @@ def find_rare_tokens(counts: np.ndarray, vocab: Mapping[int, bytes], special_ids
     return RareTokens(len(merged), never, rare, unused_bytes, threshold)
 
 
-def summary_note(counts: np.ndarray, vocab: Mapping[int, bytes], special_tokens: Sequence[str]) -> str:
-    """The train summary's part on under-trained tokens.
+def new_token_ids(vocab: Mapping[int, bytes], merges: Sequence[tuple[bytes, bytes]], base_merges: int) -> list[int]:
+    """The ids of the tokens an extension learned (`hf-bpe train --extend`): those made by the merges after the
+    base's first `base_merges`, in merge order.
+
+    >>> new_token_ids({i: bytes([i]) for i in range(256)} | {256: b"ab", 300: b"abc"}, [(b"a", b"b"), (b"ab", b"c")], 1)
+    [300]
+    """
+    token_ids = {token: token_id for token_id, token in vocab.items()}
+    return [token_ids[left + right] for left, right in merges[base_merges:]]
+
+
+def summary_note(counts: np.ndarray, vocab: Mapping[int, bytes], special_tokens: Sequence[str],
+                 new_ids: Sequence[int] | None = None) -> str:
+    """The train summary's part on under-trained tokens: of the merged tokens, or, for an extension, of the `new_ids`
+    it learned first (most of the base's tokens may never occur in the new text: they are not what it asks about).
 
     >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"}
     >>> summary_note(np.array([1] * 256 + [0, 12], dtype=np.uint64), vocab, [])
     '; 1 of 2 merged tokens never occurs in the training corpus and 0 occur 1-9 times (under-trained: see README.md)'
+    >>> note = summary_note(np.array([1] * 256 + [0, 3], dtype=np.uint64), vocab, [], new_ids=[257])
+    >>> note.split(": ")  # doctest: +NORMALIZE_WHITESPACE
+    ['; 1 new token learned', '0 never occur in the training corpus and 1 occurs 1-9 times (under-trained',
+     'see README.md; 1 of all 2 merged tokens never occurs in it)']
     """
     rare = find_rare_tokens(counts, vocab, special_ids_of(vocab, special_tokens))
-    verb = "occurs" if len(rare.never) == 1 else "occur"
-    return (f"; {len(rare.never):,} of {rare.num_merged:,} merged tokens never {verb} in the training corpus and "
-            f"{len(rare.rare):,} occur 1-{rare.threshold - 1} times (under-trained: see README.md)")
+    if new_ids is None:
+        return (f"; {len(rare.never):,} of {rare.num_merged:,} merged tokens never {_occur(rare.never)} in the "
+                f"training corpus and {len(rare.rare):,} occur 1-{rare.threshold - 1} times (under-trained: see "
+                f"README.md)")
+    new = find_rare_tokens(counts, {token_id: vocab[token_id] for token_id in new_ids})
+    return (f"; {len(new_ids):,} new token{'' if len(new_ids) == 1 else 's'} learned: {len(new.never):,} never "
+            f"{_occur(new.never)} in the training corpus and {len(new.rare):,} {_occur(new.rare)} "
+            f"1-{new.threshold - 1} times (under-trained: see README.md; {len(rare.never):,} of all "
+            f"{rare.num_merged:,} merged tokens never {_occur(rare.never)} in it)")
 
 
-def under_trained_section(counts: np.ndarray | None, vocab: Mapping[int, bytes], special_ids: Collection[int]) -> str:
-    """The model card's section on under-trained tokens (or how to get it, without counts)."""
+def _occur(ids: Sequence[int]) -> str:
+    return "occurs" if len(ids) == 1 else "occur"
+
+
+def under_trained_section(counts: np.ndarray | None, vocab: Mapping[int, bytes], special_ids: Collection[int],
+                          new_ids: Sequence[int] | None = None) -> str:
+    """The model card's section on under-trained tokens (or how to get it, without counts); for an extension, the
+    `new_ids` it learned come first."""
     heading = "## Under-trained tokens"
     if counts is None:
         return (f"{heading}\n\nThis directory has no token counts (`{TOKEN_COUNTS_FILE}`, which `hf-bpe train` "
@@ -185,7 +214,18 @@ def under_trained_section(counts: np.ndarray | None, vocab: Mapping[int, bytes],
     lines = [
         f"{heading}\n\nEach token's count in the training corpus as this tokenizer encodes it "
         f"({total:,} tokens; the counts are in `{TOKEN_COUNTS_FILE}`, by id; special tokens are not counted):\n",
-        f"- **{len(rare.never):,}** of the {rare.num_merged:,} merged tokens never occur"
+    ]
+    if new_ids is not None:
+        new = find_rare_tokens(counts, {token_id: vocab[token_id] for token_id in new_ids})
+        lines += [
+            f"- of the **{len(new_ids):,}** new tokens this extension learned, **{len(new.never):,}** never occur"
+            + (f" (the first in merge order: {new.examples(vocab, new.never)})" if new.never else "")
+            + f" and **{len(new.rare):,}** occur fewer than {new.threshold} times"
+            + (f" ({new.examples(vocab, new.rare)})" if new.rare else "") + ";",
+        ]
+    lines += [
+        f"- **{len(rare.never):,}** of the {rare.num_merged:,} merged tokens"
+        + (" (the base's included)" if new_ids is not None else "") + " never occur"
         + (f" (the first in merge order: {rare.examples(vocab, rare.never)})" if rare.never else "") + ";",
         f"- **{len(rare.rare):,}** occur fewer than {rare.threshold} times"
         + (f" (the first in merge order: {rare.examples(vocab, rare.rare)})" if rare.rare else "") + ";",

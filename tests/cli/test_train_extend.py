@@ -28,7 +28,8 @@ def run(*arguments: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def extended(tmp_path_factory: pytest.TempPathFactory):
-    """GPT-2 extended by NEW_MERGES merges on German and mixed text, by a real `hf-bpe train --extend gpt2`."""
+    """GPT-2 extended by NEW_MERGES merges on German and mixed text, by a real `hf-bpe train --extend gpt2`: (its
+    folder, the corpus, the directory, its stderr)."""
     work = tmp_path_factory.mktemp("extend")
     corpus = work / "corpus.txt"
     corpus.write_text((FIXTURES / "german.txt").read_text(encoding="utf-8") + EOT
@@ -38,11 +39,11 @@ def extended(tmp_path_factory: pytest.TempPathFactory):
                     str(out), "--workers", "1", "--no-progress")
     stderr = finish(process, timeout=300)
     assert process.returncode == 0, stderr
-    return work, corpus, out
+    return work, corpus, out, stderr
 
 
 def test_extension_keeps_every_gpt2_id_and_merge(extended) -> None:
-    _, _, out = extended
+    _, _, out, _ = extended
     base_vocab, base_merges = load_gpt2(GPT2_FILES / "vocab.json", GPT2_FILES / "merges.txt")
     vocab, merges = load_gpt2(out / "vocab.json", out / "merges.txt")
     assert all(vocab[token_id] == token for token_id, token in base_vocab.items())
@@ -53,10 +54,29 @@ def test_extension_keeps_every_gpt2_id_and_merge(extended) -> None:
 
 
 def test_every_loader_gives_the_training_segmentation(extended) -> None:
-    work, corpus, out = extended
+    work, corpus, out, _ = extended
     documents = corpus.read_text(encoding="utf-8").split(EOT)
     encoded = assert_loaders_give_the_training_segmentation(LOADERS, out, [EOT], documents, work)
     assert encoded[50257:].sum() > 0  # the new tokens are used
+
+
+def test_the_summary_and_the_card_count_the_new_tokens_apart(extended) -> None:
+    """The summary line and the card say how many of the NEW_MERGES new tokens never occur in the training corpus,
+    and how many occur 1-9 times, as token_counts.npy has them; then the count over all merged tokens, GPT-2's
+    included (most of which never occur in German text)."""
+    _, _, out, stderr = extended
+    counts = np.load(out / "token_counts.npy")
+    new = counts[50257:50257 + NEW_MERGES]
+    never, rare = int((new == 0).sum()), int(((new > 0) & (new < 10)).sum())
+    merged = np.concatenate([counts[256:50256], new])  # GPT-2's 50,000 merged tokens (its 50256 is special) and ours
+    occur = {1: "occurs"}
+    assert (f"; {NEW_MERGES:,} new tokens learned: {never:,} never {occur.get(never, 'occur')} in the training "
+            f"corpus and {rare:,} {occur.get(rare, 'occur')} 1-9 times (under-trained: see README.md; "
+            f"{int((merged == 0).sum()):,} of all {len(merged):,} merged tokens never occur in it)") in stderr
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"- of the **{NEW_MERGES:,}** new tokens this extension learned, **{never:,}** never occur" in card
+    assert f"and **{rare:,}** occur fewer than 10 times" in card
+    assert f"- **{int((merged == 0).sum()):,}** of the {len(merged):,} merged tokens (the base's included)" in card
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
