@@ -42,7 +42,6 @@ from hf_bpe.formats.hf_directory import (
     merges_from_strings,
     pattern_of_tokenizers_json,
     read_json,
-    read_tokenizers_json_model,
     tokenizers_json_model,
     vocab_from_strings,
 )
@@ -142,8 +141,7 @@ class HFBPETokenizer(DirectorySaving, PreTrainedTokenizer):
                 if not (directory / name).is_file():
                     raise InputError(f"{directory / name}: no such file (HFBPETokenizer needs vocab.json and "
                                      f"merges.txt, or tokenizer.json)")
-        elif directory.is_dir():  # refused as `hf-bpe tokenize-dataset` refuses it, even when vocab.json is there
-            read_tokenizers_json_model(directory / "tokenizer.json")
+        # A tokenizer.json is read (once: it may be megabytes) and checked by __init__ (`_read_model`).
         try:
             with _class_mismatch_warning_silenced():
                 return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
@@ -378,8 +376,8 @@ def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str
     Raises InputError naming the file (and line) for a missing or corrupt file, or a merge that does not fit.
     """
     json_path = Path(tokenizer_file) if tokenizer_file is not None and os.path.isfile(tokenizer_file) else None
-    model_from_json = json_path is not None and all(given is None for given in (vocab, merges, vocab_file, merges_file))
-    # Parsed once: the file may be megabytes. It has the pattern and `ignore_merges` (converted tiktoken files).
+    # Parsed once, here only (`from_pretrained` does not read it first): the file may be megabytes. It has the pattern
+    # and `ignore_merges` (converted tiktoken files).
     content = read_json(json_path) if json_path is not None else None
     ignore_merges = ignore_merges_of_tokenizers_json(content)
     if pattern is None and json_path is not None:
@@ -390,9 +388,11 @@ def _read_model(vocab_file: str | None, merges_file: str | None, vocab: dict[str
         encoder = _encoder_of(vocab)
         return encoder, _tokenizer_of(vocab_from_strings(encoder), merges_from_strings(merges), "vocab", pattern,
                                       ignore_merges)
-    if model_from_json:
-        encoder, byte_merges, _ = tokenizers_json_model(content, json_path)  # type: ignore[arg-type]
-        return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, str(json_path), pattern, ignore_merges)
+    if json_path is not None:  # its model is checked even beside vocab.json, as `hf-bpe tokenize-dataset` checks it
+        encoder, byte_merges, _ = tokenizers_json_model(content, json_path)
+        if vocab_file is None and merges_file is None:
+            return encoder, _tokenizer_of(vocab_from_strings(encoder), byte_merges, str(json_path), pattern,
+                                          ignore_merges)
     for path, name in ((vocab_file, "vocab.json"), (merges_file, "merges.txt")):
         if path is None or not os.path.isfile(path):
             raise InputError(f"{path or name}: no such file")

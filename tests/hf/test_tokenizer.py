@@ -753,3 +753,43 @@ def test_a_directory_with_an_invalid_tokenizer_json_is_refused(directory: Path, 
         HFBPETokenizer.from_pretrained(broken)
     with pytest.raises(InputError, match=rf"^{broken / 'tokenizer.json'}: not valid JSON"):
         load_tokenizer_directory(broken)  # what the CLI reads
+
+
+@pytest.mark.parametrize("files", ["all", "tokenizer.json only"])
+def test_from_pretrained_parses_tokenizer_json_once(directory: Path, tmp_path: Path, files: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every JSON parse goes through `json.loads` (`json.load` calls it): the text of tokenizer.json is parsed once,
+    and nothing parsed from it is saved back into tokenizer_config.json."""
+    import shutil
+
+    copy = Path(shutil.copytree(directory, tmp_path / "copy"))
+    if files != "all":
+        (copy / "vocab.json").unlink()
+        (copy / "merges.txt").unlink()
+    text = (copy / "tokenizer.json").read_text(encoding="utf-8")
+    parsed: list[object] = []
+    loads = json.loads
+
+    def counting_loads(document: str | bytes, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(document)
+        return loads(document, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting_loads)
+    tokenizer = HFBPETokenizer.from_pretrained(copy)
+    monkeypatch.undo()
+    assert sum(document in (text, text.encode("utf-8")) for document in parsed) == 1
+    assert tokenizer(TEXTS)["input_ids"] == HFBPETokenizer.from_pretrained(directory)(TEXTS)["input_ids"]
+    tokenizer.save_pretrained(tmp_path / "saved")
+    config = (tmp_path / "saved" / "tokenizer_config.json").read_text(encoding="utf-8")
+    assert '"model"' not in config and '"merges"' not in config and len(config) < 10_000
+
+
+def test_a_tokenizer_json_that_is_no_bpe_model_is_refused_beside_vocab_json(directory: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = Path(shutil.copytree(directory, tmp_path / "copy"))
+    content = json.loads((copy / "tokenizer.json").read_text(encoding="utf-8"))
+    content["model"]["type"] = "WordPiece"
+    (copy / "tokenizer.json").write_text(json.dumps(content), encoding="utf-8")
+    with pytest.raises(InputError, match=rf"^{copy / 'tokenizer.json'}: expected a tokenizers BPE model"):
+        HFBPETokenizer.from_pretrained(copy)
