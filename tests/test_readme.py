@@ -55,13 +55,15 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                          encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # remote code is copied into the HF modules cache
+    # `hf-bpe` from this interpreter's environment, for the bash blocks and the Python blocks' subprocesses alike,
+    # whether or not that environment is activated.
+    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     return tmp_path
 
 
 def test_the_readme_runs(workdir: Path) -> None:
     namespace: dict[str, object] = {"__name__": "readme"}
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     for heading, language, code in readme_blocks():
         if heading in NOT_RUN or language == "text":
             continue
