@@ -11,9 +11,11 @@ own Unicode tables, so the tests keep to characters on which those agree with th
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import regex
 
@@ -245,3 +247,161 @@ def reference_superword_train(texts: Sequence[str], vocab_size: int, transition:
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     return vocab, merges
+
+
+def reference_parity_train(sources: Mapping[str, Mapping[bytes, int]], vocab_size: int,
+                           special_tokens: Sequence[str] = (), *, dev: Mapping[str, Mapping[bytes, int]] | None = None,
+                           ratios: Mapping[str, float] | None = None, variant: str = "base", window_size: int = 100,
+                           alpha: float = 2.0, global_merges: int = 0, weights: Mapping[str, int] | None = None,
+                           min_frequency: int = 0, max_token_length: int | None = None,
+                           tie_order: Callable[[tuple[bytes, bytes]], Any] | None = None
+                           ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Parity-aware BPE (Foroutan et al. 2025, arXiv 2508.04796) by brute force: each merge is the best pair of the
+    language that is worst served at that step, merged in every language. The rules are those of HF `tokenizers`'
+    `ParityBpeTrainer` (0.23, `tokenizers/src/models/bpe/parity_trainer.rs`, `do_train`), which follows the
+    paper's code, except where said.
+
+    `sources` holds each language's pre-token counts, in language order; `dev` each language's pre-token counts of a
+    parallel dev set; `ratios` each language's target compression ratio; `weights` each language's integer multiplier
+    of its counts (missing: 1; the same as repeating its text that many times: a weight changes no ranking of pairs
+    within its language nor any dev length or compression, only the pooled counts of the global merges and the
+    training lengths that choose when there are neither dev sets nor ratios). Ids, `vocab_size`, `min_frequency`
+    and `max_token_length` are as `reference_train_from_counts` has them.
+
+    Each step, while the vocab is short of `vocab_size` and some language is not exhausted:
+
+    1. The first `global_merges` merges take the best pair of all languages' (weighted) counts added together; when
+       there is none, or it counts less than `min_frequency`, training stops.
+    2. After them, a language is chosen among those not exhausted by how much it needs a merge:
+       - with `dev`, its dev set's length in tokens (the dev words as split so far times their counts): the
+         longest needs it most;
+       - with `ratios`, its compression `initial / current` of its own (weighted) training words, both in tokens
+         (bytes before any merge), divided by its ratio, `(initial / current) / ratio` in floating point: the
+         smallest needs it most. Only the ratios relative to each other count. A language without training text is
+         never chosen (ParityBpeTrainer computes 0/0 for it). ParityBpeTrainer takes the dev sets when given both;
+         the reference refuses both;
+       - with neither, its (weighted) training words' length in tokens: the longest;
+       - `variant="base"`: the language most in need, the first in `sources` order among equals;
+       - `variant="window"`: the languages ranked by need (equals in `sources` order), the first whose share of the
+         last `window_size` choices is at most `alpha / len(sources)` (both divisions in floating point); when
+         every one has more, the last ranked. The choice joins the window even when the language then turns out
+         exhausted. (ParityBpeTrainer also ranks exhausted languages, last; when only they are left under the
+         threshold it takes language 0 or never returns. The reference ranks only the others.)
+    3. The chosen language's best pair: the highest count in its (weighted) words, then the greater (left bytes,
+       right bytes), as in `reference_continue` (`tie_order`, when given, orders pairs of equal count instead:
+       ParityBpeTrainer compares the pairs' byte-level strings, `hf_bpe.formats.gpt2.token_to_str`, which for
+       bytes outside `!`-`~`, `¡`-`¬` and `®`-`ÿ` is another order). Only pairs with a positive count are taken,
+       and none that `reference_continue` passes over (a token already in the vocab: ParityBpeTrainer would merge
+       it again; one of `max_token_length` bytes or more). When it has none, or it counts less than
+       `min_frequency`, the language is exhausted for good and the step makes no merge (the paper's code stops
+       training there instead).
+    4. The pair is merged in every language's training words and every dev word.
+
+    Dev lengths 3 and 6 in tokens: "fr" twice (ties go to the greater pair), then 3 against 2, then 2 against 2:
+
+    >>> reference_parity_train({"en": {b"abc": 3}, "fr": {b"xyz": 2}}, 260,
+    ...                        dev={"en": {b"abc": 1}, "fr": {b"xyz": 2}})[1]
+    [(b'y', b'z'), (b'x', b'yz'), (b'b', b'c'), (b'a', b'bc')]
+    """
+    names = list(sources)
+    _check_parity_options(names, dev, ratios, variant, window_size, alpha, weights)
+    multiplier = {name: 1 if weights is None else weights.get(name, 1) for name in names}
+    words = [{tuple(bytes([byte]) for byte in token): count * multiplier[name]
+              for token, count in sources[name].items() if count * multiplier[name] > 0} for name in names]
+    dev_words = None if dev is None else [{tuple(bytes([byte]) for byte in token): count
+                                           for token, count in dev[name].items() if count > 0} for name in names]
+    initial = [_length_in_tokens(language) for language in words]
+    vocab = {byte: bytes([byte]) for byte in range(256)}
+    known = set(vocab.values())
+    shortest_refused = None if max_token_length is None else max(max_token_length, 3)
+    order = tie_order or (lambda pair: pair)
+    exhausted = {index for index, total in enumerate(initial) if total == 0} if ratios is not None else set()
+    window: deque[int] = deque(maxlen=window_size)
+    merges: list[tuple[bytes, bytes]] = []
+    while len(vocab) < vocab_size - len(special_tokens) and len(exhausted) < len(names):
+        if len(merges) < global_merges:
+            pooled: Counter[tuple[bytes, bytes]] = Counter()
+            for language in words:
+                pooled.update(_reference_pair_counts(language))
+            best = _reference_best_pair(pooled, known, shortest_refused, order)
+            if best is None or pooled[best] < min_frequency:
+                break
+        else:
+            if dev_words is not None:
+                need = [_length_in_tokens(language) for language in dev_words]
+            elif ratios is not None:  # the smaller the adjusted compression, the greater the need
+                need = [-(initial[index] / max(_length_in_tokens(words[index]), 1)) / ratios[name]
+                        for index, name in enumerate(names)]
+            else:
+                need = [_length_in_tokens(language) for language in words]
+            ranked = sorted((index for index in range(len(names)) if index not in exhausted),
+                            key=lambda index: (-need[index], index))
+            chosen = ranked[0]
+            if variant == "window":
+                chosen = next((index for index in ranked if window.count(index) / window_size
+                               <= alpha / len(names)), ranked[-1])
+                window.append(chosen)
+            counts = _reference_pair_counts(words[chosen])
+            best = _reference_best_pair(counts, known, shortest_refused, order)
+            if best is None or counts[best] < min_frequency:
+                exhausted.add(chosen)
+                continue
+        merges.append(best)
+        vocab[max(vocab) + 1] = best[0] + best[1]
+        known.add(best[0] + best[1])
+        words = [_merge_all(language, best) for language in words]
+        if dev_words is not None:
+            dev_words = [_merge_all(language, best) for language in dev_words]
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    return vocab, merges
+
+
+def _check_parity_options(names: list[str], dev: Mapping[str, Any] | None, ratios: Mapping[str, float] | None,
+                          variant: str, window_size: int, alpha: float, weights: Mapping[str, int] | None) -> None:
+    """ValueError for options that `reference_parity_train` cannot follow."""
+    if not names:
+        raise ValueError("no sources")
+    if dev is not None and ratios is not None:
+        raise ValueError("give dev sets or ratios, not both")
+    for given, what in ((dev, "dev sets"), (ratios, "ratios")):
+        if given is not None and list(given) != names:
+            raise ValueError(f"the {what} must name the sources, in their order: {names}, got {list(given)}")
+    if ratios is not None and not all(math.isfinite(ratio) and ratio > 0 for ratio in ratios.values()):
+        raise ValueError(f"ratios must be positive: {dict(ratios)}")
+    if weights is not None and not all(name in names and isinstance(weight, int) and weight >= 0
+                                       for name, weight in weights.items()):
+        raise ValueError(f"weights must be non-negative integers of sources: {dict(weights)}")
+    if variant not in ("base", "window"):
+        raise ValueError(f"variant must be 'base' or 'window', got {variant!r}")
+    if variant == "window" and not (window_size >= 1 and math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"the window variant needs window_size >= 1 and alpha > 0, got {window_size}, {alpha}")
+
+
+def _length_in_tokens(words: Mapping[tuple[bytes, ...], int]) -> int:
+    return sum(len(word) * count for word, count in words.items())
+
+
+def _reference_pair_counts(words: Mapping[tuple[bytes, ...], int]) -> Counter[tuple[bytes, bytes]]:
+    pair_counts: Counter[tuple[bytes, bytes]] = Counter()
+    for word, count in words.items():
+        for pair in zip(word, word[1:]):
+            pair_counts[pair] += count
+    return pair_counts
+
+
+def _reference_best_pair(pair_counts: Mapping[tuple[bytes, bytes], int], known: set[bytes],
+                         shortest_refused: int | None, order: Callable[[tuple[bytes, bytes]], Any]
+                         ) -> tuple[bytes, bytes] | None:
+    """The pair of the highest count, then the greatest by `order`, among those with a positive count whose token is
+    not in the vocab and is shorter than `shortest_refused` bytes; None if there is none."""
+    allowed = [pair for pair, count in pair_counts.items() if count > 0 and pair[0] + pair[1] not in known
+               and (shortest_refused is None or len(pair[0] + pair[1]) < shortest_refused)]
+    return max(allowed, key=lambda pair: (pair_counts[pair], order(pair)), default=None)
+
+
+def _merge_all(words: Mapping[tuple[bytes, ...], int], pair: tuple[bytes, bytes]) -> dict[tuple[bytes, ...], int]:
+    merged: Counter[tuple[bytes, ...]] = Counter()
+    for word, count in words.items():
+        merged[merge_word(word, pair)] += count
+    return dict(merged)
