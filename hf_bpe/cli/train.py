@@ -225,7 +225,8 @@ def run_train(args: argparse.Namespace) -> int:
         except OSError as error:
             raise InputError(f"{out}: cannot write the tokenizer: {describe_os_error(error)} "
                              f"(nothing was written)") from None
-    new_ids = None if base is None else new_token_ids(vocab, merges, len(base.merges))  # an extension's own
+    # An extension's own tokens, after the base's merges (counted once above: a converted rank file's are lazy).
+    new_ids = None if base is None else new_token_ids(vocab, merges, training_info["extends"]["merges"])
     print(f"hf-bpe train: wrote {out} ({len(vocab)} tokens: 256 bytes, {len(merges)} merges, "
           f"{len(special_tokens)} special) in {training_seconds:.1f} s ({distinct:,} distinct pre-tokens counted "
           f"in {counting_seconds:.1f} s, peak memory {peak_memory_mb:,.0f} MB)"
