@@ -32,10 +32,12 @@ def add_card_arguments(parser: argparse.ArgumentParser) -> None:
     from hf_bpe.evaluation.plots import PLOTS_HINT
 
     parser.add_argument("directory", type=Path, metavar="DIR", help="a tokenizer directory saved by hf_bpe")
-    parser.add_argument("--eval-corpus", action="append", default=[], type=Path, metavar="F", dest="eval_corpora",
+    parser.add_argument("--eval-corpus", action="append", default=[], metavar="F|NAME=F", dest="eval_corpora",
                         help="UTF-8 text file to report bytes per token, tokens per word and vocabulary use on; "
-                             "repeat for several")
+                             "repeat for several; NAME=F names a language's text, and the named files, taken to be "
+                             "parallel, get a per-language section: premium and fairness (default: none)")
     add_baseline_argument(parser, default=DEFAULT_BASELINES)
+    add_parity_reference_argument(parser, "--eval-corpus")
     parser.add_argument("--no-plots", action="store_true",
                         help=f"do not draw the plots (default: drawn when matplotlib is installed: {PLOTS_HINT})")
     parser.add_argument("--language", action="append", default=[], metavar="L",
@@ -54,6 +56,13 @@ def add_baseline_argument(parser: argparse.ArgumentParser, default: Sequence[str
                              + (" ".join(default) or "none") + ")")
 
 
+def add_parity_reference_argument(parser: argparse.ArgumentParser, flag: str) -> None:
+    """`--parity-reference`, the language that the premiums of `hf-bpe card` and `hf-bpe eval` compare with."""
+    parser.add_argument("--parity-reference", metavar="NAME",
+                        help=f"the language whose token count the others' are divided by (the premium), one of the "
+                             f"names of {flag} NAME=FILE (default: the first name)")
+
+
 def chosen_baselines(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
     """The --baseline values, or `default` when none was given; 'none' clears the list."""
     names = list(default) if args.baselines is None else list(args.baselines)
@@ -63,8 +72,12 @@ def chosen_baselines(args: argparse.Namespace, default: Sequence[str] = ()) -> l
 def run_card(args: argparse.Namespace) -> int:
     """Run `hf-bpe card` with parsed arguments; InputError is left to the caller to report."""
     from hf_bpe.evaluation.card import DEFAULT_BASELINES
+    from hf_bpe.evaluation.languages import parse_corpus_arguments
 
-    path = write_model_card(args.directory, eval_corpora=args.eval_corpora, language=args.language,
+    corpora = parse_corpus_arguments(args.eval_corpora, "--eval-corpus")
+    path = write_model_card(args.directory, eval_corpora=[corpus.path for corpus in corpora if corpus.name is None],
+                            eval_languages={corpus.name: corpus.path for corpus in corpora if corpus.name is not None},
+                            parity_reference=args.parity_reference, language=args.language,
                             title=args.title, license=args.license, datasets=args.dataset_names,
                             baselines=chosen_baselines(args, DEFAULT_BASELINES), plots=not args.no_plots,
                             progress=False if args.no_progress else None)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,8 @@ EXAMPLE_SENTENCES = {
 # The baselines a card compares with, the name of the card's own tokenizer in its tables and plots, and its plots.
 DEFAULT_BASELINES = ("gpt2",)
 THIS_TOKENIZER = "this tokenizer"
-PLOT_FILES = {"compression": "bytes_per_token.png", "lengths": "token_lengths.png", "coverage": "coverage.png"}
+PLOT_FILES = {"compression": "bytes_per_token.png", "lengths": "token_lengths.png", "coverage": "coverage.png",
+              "languages": "languages.png"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class CardData:
     license: str | None
     datasets: list[str]
     title: str | None
+    languages: Any = None  # hf_bpe.evaluation.languages.LanguageReport of the named corpora, if any
 
     @property
     def special_ids(self) -> set[int]:
@@ -76,6 +78,7 @@ class CardData:
 
 
 def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
+                     eval_languages: Mapping[str, PathArg] | None = None, parity_reference: str | None = None,
                      language: Sequence[str] = (), training_info: dict[str, Any] | None = None,
                      title: str | None = None, license: str | None = None, datasets: Sequence[str] | None = None,
                      baselines: Sequence[str] = DEFAULT_BASELINES, plots: bool = True, progress: bool | None = False,
@@ -85,9 +88,12 @@ def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     `training_info` defaults to `directory/hf_bpe_training.json` (written by `hf-bpe train`); whatever is missing is
     reported as "unknown". Each eval corpus is encoded with the hf_bpe encoder and with each of `baselines` (names
     as `hf_bpe.evaluation.baselines.resolve_baseline` takes them) to report bytes per token, tokens per word and the
-    share of the vocabulary used (`hf_bpe.evaluation.evaluate`). The under-trained tokens come from the token counts
-    that `hf-bpe train` stores (`hf_bpe.evaluation.token_counts`). With `plots` and matplotlib installed, PNG plots
-    are drawn into the directory and shown in the card; without matplotlib the card says how to get them.
+    share of the vocabulary used (`hf_bpe.evaluation.evaluate`); so are the `eval_languages` (language name -> a
+    file of parallel text), which also get a section on each language's premium over `parity_reference`'s (default:
+    the first) and the fairness figures (`hf_bpe.evaluation.languages`). The under-trained tokens come from the
+    token counts that `hf-bpe train` stores (`hf_bpe.evaluation.token_counts`). With `plots` and matplotlib
+    installed, PNG plots are drawn into the directory and shown in the card; without matplotlib the card says how to
+    get them.
     `license` (a Hub license id) and `datasets` (Hub dataset ids) go into the metadata header; they default to the
     `license` and `dataset_names` of the training record. `tokenizer` (an `hf_bpe.Tokenizer`) and `token_counts`
     are what the directory holds, when the caller has them at hand (`hf-bpe train`, which has just saved them):
@@ -95,7 +101,8 @@ def write_model_card(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     """
     from hf_bpe.evaluation.plots import matplotlib_available
 
-    data = gather_card_data(directory, eval_corpora=eval_corpora, language=language, training_info=training_info,
+    data = gather_card_data(directory, eval_corpora=eval_corpora, eval_languages=eval_languages,
+                            parity_reference=parity_reference, language=language, training_info=training_info,
                             title=title, license=license, datasets=datasets, baselines=baselines, progress=progress,
                             tokenizer=tokenizer, token_counts=token_counts)
     images = _draw_plots(data) if plots and matplotlib_available() else None
@@ -107,7 +114,9 @@ def render_model_card(directory: PathArg, **options: Any) -> str:
     return _render(gather_card_data(directory, **options), None, False)
 
 
-def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (), language: Sequence[str] = (),
+def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = (),
+                     eval_languages: Mapping[str, PathArg] | None = None, parity_reference: str | None = None,
+                     language: Sequence[str] = (),
                      training_info: dict[str, Any] | None = None, title: str | None = None,
                      license: str | None = None, datasets: Sequence[str] | None = None,
                      baselines: Sequence[str] = DEFAULT_BASELINES, progress: bool | None = False,
@@ -115,11 +124,15 @@ def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     """Check the options and the directory, then evaluate the corpora (the long part) for `write_model_card`; the
     tokenizer and the token counts are read from the directory unless given."""
     from hf_bpe.evaluation.baselines import NamedTokenizer, load_directory_tokenizer, resolve_baseline
+    from hf_bpe.evaluation.languages import check_parity_reference, language_report
     from hf_bpe.evaluation.token_counts import load_token_counts
 
     for code in language:
         if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
             raise InputError(f"--language {code!r} is not a language code such as en, de or zh-Hans")
+    names = [None] * len(eval_corpora) + list(eval_languages or {})
+    check_parity_reference(parity_reference, names, "--eval-corpus")
+    corpora = [*eval_corpora, *(eval_languages or {}).values()]
     directory = Path(directory)
     info = read_training_info(directory) if training_info is None else training_info
     license = license if license is not None else info.get("license")
@@ -130,14 +143,14 @@ def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     if token_counts is None:
         token_counts = load_token_counts(directory, info, tokenizer.vocab_size)
     evaluations = []
-    if eval_corpora:
+    if corpora:
         from hf_bpe.evaluation.evaluate import check_corpora, evaluate
 
-        check_corpora(eval_corpora)
+        check_corpora(corpora)
         compared = [NamedTokenizer(THIS_TOKENIZER, tokenizer), *map(resolve_baseline, dict.fromkeys(baselines))]
-        evaluations = evaluate(compared, eval_corpora, progress=progress)
+        evaluations = evaluate(compared, corpora, progress=progress)
     return CardData(directory, info, tokenizer, len(tokenizer.merges), token_counts, evaluations, language, license,
-                    datasets, title)
+                    datasets, title, language_report(evaluations, names, parity_reference) if corpora else None)
 
 
 def _render(data: CardData, images: list[tuple[str, str]] | None, plots_asked: bool) -> str:
@@ -157,6 +170,7 @@ def _render(data: CardData, images: list[tuple[str, str]] | None, plots_asked: b
         f"token{'s' if num_special != 1 else ''}. {coverage}",
         _training_section(data.directory, data.info, data.tokenizer, data.tokenizer.special_tokens),
         _compression_section(data.evaluations, data.info),
+        *([] if data.languages is None else ["## Languages\n\n" + data.languages.markdown()]),
         under_trained_section(data.token_counts, vocab, data.special_ids, _extension_ids(data)),
         _plots_section(images, plots_asked),
         _examples_section(data.tokenizer, data.language),
@@ -184,6 +198,9 @@ def _draw_plots(data: CardData) -> list[tuple[str, str]]:
         plots.plot_bytes_per_token(data.evaluations, data.directory / PLOT_FILES["compression"],
                                    title="Bytes per token: this tokenizer and baselines")
         images.append((PLOT_FILES["compression"], "Bytes per token on each evaluation corpus, against the baselines"))
+    if data.languages is not None:
+        data.languages.plot(data.directory / PLOT_FILES["languages"])
+        images.append((PLOT_FILES["languages"], "Each language's tokens over the reference language's"))
     plots.plot_token_lengths(data.tokenizer.vocab, sorted(data.special_ids), data.directory / PLOT_FILES["lengths"])
     images.append((PLOT_FILES["lengths"], "How many tokens have each length in bytes"))
     counts = {"training corpus": data.token_counts} if data.token_counts is not None else {}

@@ -56,14 +56,26 @@ def count_words(text: str) -> int:
     return WORD_REGEX.subn("", text)[1]
 
 
+def count_spaces(text: str) -> int:
+    r"""The whitespace characters of `text` (`str.isspace`) other than line breaks (`\n`, `\r`): what separates words
+    within a line in scripts written with spaces (hf_bpe.evaluation.languages).
+
+    >>> count_spaces("a b\tc\n"), count_spaces("猫が\u3000寝る。\r\n")
+    (2, 1)
+    """
+    return len(text) - sum(map(len, text.split())) - text.count("\n") - text.count("\r")
+
+
 @dataclass(frozen=True)
 class CorpusStats:
-    """What a corpus is, whatever the tokenizer: its path, UTF-8 bytes, characters and words."""
+    """What a corpus is, whatever the tokenizer: its path, UTF-8 bytes, characters, words and spaces
+    (`count_spaces`)."""
 
     path: Path
     num_bytes: int
     num_characters: int
     num_words: int
+    num_spaces: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,11 +173,13 @@ def evaluate(tokenizers: Sequence[NamedTokenizer], corpora: Sequence[PathArg], *
         tasks = [(*task, errors) for task in _chunks(path, size, chunk, special_tokens, cuts_allowed)]
         state = [named.tokenizer for named in ours]
         totals = {named: np.zeros(max(named.tokenizer.vocab) + 1, dtype=COUNT_DTYPE) for named in ours}
-        characters = words = 0
+        characters = words = spaces = 0
         with progress_bar(progress, total=size, unit="B", unit_scale=True, desc=f"eval {path.name}") as bar:
-            for task, (num_characters, num_words, sparse_counts) in zip(tasks, _run(tasks, state, workers, size)):
+            for task, (num_characters, num_words, num_spaces, sparse_counts) in zip(tasks, _run(tasks, state,
+                                                                                                workers, size)):
                 characters += num_characters
                 words += num_words
+                spaces += num_spaces
                 for total, (ids, counts) in zip(totals.values(), sparse_counts):
                     total[ids] += counts
                 bar.update(task[2] - task[1])
@@ -173,7 +187,7 @@ def evaluate(tokenizers: Sequence[NamedTokenizer], corpora: Sequence[PathArg], *
         text = read_text(path, 0, size, errors) if others else ""
         totals.update((named, named.tokenizer.count_tokens(text)) for named in others)
         del text
-        stats = CorpusStats(path, size, characters, words)
+        stats = CorpusStats(path, size, characters, words, spaces)
         results.extend(Evaluation(named, stats, totals[named]) for named in tokenizers)
     return results
 
@@ -198,7 +212,7 @@ def _chunks(path: Path, size: int, chunk_bytes: int, special_tokens: list[bytes]
 
 
 def _run(tasks: list[tuple[str, int, int, str]], tokenizers: list[Any], workers: int, size: int
-         ) -> Iterator[tuple[int, int, list[tuple[np.ndarray, np.ndarray]]]]:
+         ) -> Iterator[tuple[int, int, int, list[tuple[np.ndarray, np.ndarray]]]]:
     """Each task's result, in order: in this process for a small file or one worker, else in a pool."""
     if workers == 1 or len(tasks) == 1 or size < MIN_PARALLEL_BYTES:
         for task in tasks:
@@ -209,8 +223,8 @@ def _run(tasks: list[tuple[str, int, int, str]], tokenizers: list[Any], workers:
 
 
 def _encode_chunk(task: tuple[str, int, int, str], tokenizers: list[Any]
-                  ) -> tuple[int, int, list[tuple[np.ndarray, np.ndarray]]]:
-    """(characters, words, per tokenizer the ids that occur and their counts) of one part of a file."""
+                  ) -> tuple[int, int, int, list[tuple[np.ndarray, np.ndarray]]]:
+    """(characters, words, spaces, per tokenizer the ids that occur and their counts) of one part of a file."""
     path, start, end, errors = task
     text = read_text(path, start, end, errors)
     sparse = []
@@ -218,10 +232,11 @@ def _encode_chunk(task: tuple[str, int, int, str], tokenizers: list[Any]
         counts = np.bincount(tokenizer.encode_to_numpy(text), minlength=max(tokenizer.vocab) + 1)
         ids = np.flatnonzero(counts)
         sparse.append((ids, counts[ids].astype(COUNT_DTYPE)))
-    return len(text), count_words(text), sparse
+    return len(text), count_words(text), count_spaces(text), sparse
 
 
-def _encode_chunk_in_worker(task: tuple[str, int, int, str]) -> tuple[int, int, list[tuple[np.ndarray, np.ndarray]]]:
+def _encode_chunk_in_worker(task: tuple[str, int, int, str]
+                            ) -> tuple[int, int, int, list[tuple[np.ndarray, np.ndarray]]]:
     return _encode_chunk(task, worker_state())
 
 

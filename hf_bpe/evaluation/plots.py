@@ -5,6 +5,8 @@ with its Agg canvas (no display, no pyplot state). Each plot is a PNG written at
 then renamed):
 
 - `plot_bytes_per_token`: bytes per token on each corpus, one bar per tokenizer (higher is better);
+- `plot_premiums`: each language's tokens over the reference language's, one bar per tokenizer (1 is parity;
+  hf_bpe.evaluation.languages);
 - `plot_token_lengths`: how many tokens of the vocabulary have each length in bytes;
 - `plot_coverage`: the share of a corpus's tokens that the k most frequent tokens make up, against k.
 """
@@ -49,21 +51,40 @@ def plot_bytes_per_token(results: Sequence[Any], path: str | os.PathLike[str], t
     corpora = list(dict.fromkeys(result.corpus.path.name for result in results))
     names = list(dict.fromkeys(result.tokenizer.name for result in results))
     values = {(result.corpus.path.name, result.tokenizer.name): result.bytes_per_token for result in results}
-    figure, axes = _figure(width=max(6.0, 1.2 + len(corpora) * (0.5 + 0.35 * len(names))), height=4.2)
-    width = 0.8 / len(names)
-    positions = np.arange(len(corpora))
-    for index, name in enumerate(names):
-        heights = [values.get((corpus, name), 0.0) for corpus in corpora]
-        bars = axes.bar(positions + (index - (len(names) - 1) / 2) * width, heights, width, label=name,
-                        color=_COLOURS[index % len(_COLOURS)])
-        axes.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
-    axes.set_xticks(positions, corpora, rotation=15 if len(corpora) > 3 else 0, ha="right" if len(corpora) > 3
-                    else "center", fontsize=8)
+    series = {name: [values.get((corpus, name), 0.0) for corpus in corpora] for name in names}
+    figure, axes = _grouped_bars(corpora, series, "%.2f")
     axes.set_ylabel("UTF-8 bytes per token (higher is better)")
     axes.set_title(title)
     axes.legend(fontsize=8, loc="lower right")
-    axes.margins(y=0.12)
     return _save(figure, path)
+
+
+def plot_premiums(languages: Sequence[str], premiums: Mapping[str, Sequence[float]], reference: str,
+                  path: str | os.PathLike[str], title: str = "Tokens per language on parallel text") -> Path:
+    """Grouped bars: for each language, each tokenizer's tokens over those of the `reference` language (`premiums`:
+    tokenizer label -> a value per language), with a line at 1 (parity)."""
+    figure, axes = _grouped_bars(languages, premiums, "%.2f")
+    axes.axhline(1.0, color="#444444", linestyle="--", linewidth=0.8)
+    axes.set_ylabel(f"tokens over {reference}'s (lower is better)")
+    axes.set_title(title)
+    axes.legend(fontsize=8, loc="upper left")
+    return _save(figure, path)
+
+
+def _grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], label_format: str
+                  ) -> tuple[Any, Any]:
+    """A figure with a group of bars per group name, a bar per series (name -> a value per group), each labelled."""
+    figure, axes = _figure(width=max(6.0, 1.2 + len(groups) * (0.5 + 0.35 * len(series))), height=4.2)
+    width = 0.8 / len(series)
+    positions = np.arange(len(groups))
+    for index, (name, heights) in enumerate(series.items()):
+        bars = axes.bar(positions + (index - (len(series) - 1) / 2) * width, heights, width, label=name,
+                        color=_COLOURS[index % len(_COLOURS)])
+        axes.bar_label(bars, fmt=label_format, fontsize=7, padding=1)
+    axes.set_xticks(positions, groups, rotation=15 if len(groups) > 3 else 0, ha="right" if len(groups) > 3
+                    else "center", fontsize=8)
+    axes.margins(y=0.12)
+    return figure, axes
 
 
 def plot_token_lengths(vocab: Mapping[int, bytes], special_ids: Sequence[int], path: str | os.PathLike[str],
