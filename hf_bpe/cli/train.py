@@ -119,7 +119,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import check_trainer_options, train_bpe_from_counts
     from hf_bpe.train.extend import extend_bpe_from_counts
-    from hf_bpe.train.superword import continue_with_superwords
+    from hf_bpe.train.superword_passes import train_superwords
 
     base = extension_base(args)
     special_tokens = training_special_tokens(args) if base is None else list(base.special_tokens)
@@ -158,13 +158,21 @@ def run_train(args: argparse.Namespace) -> int:
         if stage_two is not None:  # SuperBPE: stage 1 up to the transition, then count again and go on
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             stage_one = train_bpe_from_counts(counts, stage_two[0], special_tokens, consume_counts=True, **options)
-            stage_one_counted, second_start = distinct, time.perf_counter()
+            stage_one_counted = distinct
             del counts
-            counts = count_training_corpus(args, inputs, source, special_tokens, progress, pattern=stage_two[1])[0]
-            distinct = len(counts)
-            counting_seconds += time.perf_counter() - second_start
-            vocab, merges = continue_with_superwords(stage_one, counts, args.vocab_size, special_tokens,
-                                                     token_counts=token_counts, consume_counts=True, **options)
+
+            def count_pass(stage_two_pass: Any, every: int) -> Any:  # the passes of stage 2, timed as counting
+                nonlocal counting_seconds, distinct
+                pass_start = time.perf_counter()
+                counted = count_training_corpus(args, inputs, source, special_tokens, progress, pattern=stage_two[1],
+                                                convert=stage_two_pass, every=every)[0]
+                counting_seconds += time.perf_counter() - pass_start
+                distinct = len(getattr(counted, "parts", counted))  # the distinct parts of documents merged
+                return counted
+
+            vocab, merges = train_superwords(stage_one, count_pass, args.vocab_size, special_tokens,
+                                             token_counts=token_counts, num_workers=args.workers,
+                                             verbose=args.verbose, **options)
         elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,
@@ -303,15 +311,17 @@ def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
 
 
 def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], source: Any, special_tokens: list[str],
-                          progress: bool | None, pattern: str | None = None) -> tuple[Counter[bytes], dict[str, Any]]:
+                          progress: bool | None, pattern: str | None = None, convert: Any = None, every: int = 1
+                          ) -> tuple[Counter[bytes], dict[str, Any]]:
     """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus;
-    counted with `pattern` when given (SuperBPE's stage 2), else with --pattern."""
+    counted with `pattern` when given (SuperBPE's stage 2), else with --pattern; `convert` and `every` as
+    `count_pretokens_in_files` takes them (a stage-2 pass)."""
     from hf_bpe.common.files import check_input_files
     from hf_bpe.train import count
     from hf_bpe.train.count import counting_engine
 
     engine_options = {"engine": counting_engine(args.engine, args.ray_address),
-                      "pattern": args.pattern if pattern is None else pattern}
+                      "pattern": args.pattern if pattern is None else pattern, "convert": convert, "every": every}
     if source is not None:
         from hf_bpe.data.sources import datasets_progress_bars, metadata_of, row_texts
 

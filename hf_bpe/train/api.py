@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,8 @@ from hf_bpe.pretokenize import resolve_pattern, validate_special_tokens
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
 from hf_bpe.train.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
-from hf_bpe.train.superword import check_superword_options, continue_with_superwords, stage_one_tokenizer
+from hf_bpe.train.superword import check_superword_options
+from hf_bpe.train.superword_passes import StageTwoPass, train_superwords
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -64,12 +66,12 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
 
-    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
+    def count(regex: str, convert: Convert | None = None, every: int = 1) -> Mapping[bytes, int]:
         return count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,
-                                        engine=engine_used, pattern=regex, convert=convert)
+                                        engine=engine_used, pattern=regex, convert=convert, every=every)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length)
+                          max_token_length, num_workers)
 
 
 def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
@@ -94,21 +96,20 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
     if stage_two is not None and iter(texts) is texts:
         raise TypeError("SuperBPE counts the texts twice: give a list or a dataset column, not an iterator")
 
-    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
+    def count(regex: str, convert: Convert | None = None, every: int = 1) -> Mapping[bytes, int]:
         return count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress, pattern=regex,
-                                           convert=convert)
+                                           convert=convert, every=every)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length)
+                          max_token_length, num_workers)
 
 
-def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], regex: str,
-                   stage_two: tuple[int, str] | None,
+def _train_counted(count: Callable[..., Mapping[bytes, int]], regex: str, stage_two: tuple[int, str] | None,
                    vocab_size: int, specials: list[str], progress: bool | None, verbose: bool, min_frequency: int,
-                   max_token_length: int | None) -> tuple[Vocab, Merges]:
+                   max_token_length: int | None, num_workers: int | None) -> tuple[Vocab, Merges]:
     """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
-    count again with the stage-2 pattern, each pre-token segmented into stage-1 tokens where it is counted (in the
-    workers), and continue."""
+    go on in counting passes with the stage-2 pattern (`hf_bpe.train.superword_passes`): `count(regex, convert,
+    every)` counts the corpus, each task's counts converted where they are counted (in the workers)."""
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
     words = _Words.of_counts(count(regex, None))
@@ -120,11 +121,12 @@ def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], 
     stage_one = _train(words, transition, specials, progress, verbose, time.perf_counter() - start, **options)
     del words
     release_free_memory()  # the stage-2 workers fork from this process: not from the freed pages of stage 1
-    start = time.perf_counter()
-    segmented = count(superword_regex, stage_one_tokenizer(stage_one).segment_counts)
-    return continue_with_superwords(stage_one, segmented, vocab_size, specials, progress=progress, verbose=verbose,
-                                    counting_seconds=time.perf_counter() - start, consume_counts=True,
-                                    segmented=True, **options)
+
+    def count_pass(stage_two_pass: StageTwoPass, every: int) -> Any:
+        return count(superword_regex, stage_two_pass, every)
+
+    return train_superwords(stage_one, count_pass, vocab_size, specials, progress=progress, verbose=verbose,
+                            num_workers=num_workers, **options)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,

@@ -176,7 +176,7 @@ def _worker_main(run: Callable[[PieceCounter, Any], int], special_tokens: list[s
                     first_error_index.value = min(first_error_index.value, index)
                 result_queue.put(("error", index, str(error)))
                 continue
-            if counter.pretokens:  # the piece table was converted: hand its counts over to the parent
+            if counter.ready():  # the piece table was converted: hand its counts over to the parent
                 result_queue.put(("counts", counter.pretoken_counts()))
             result_queue.put(("progress", size))
         result_queue.put(("done", None if failed else counter.pretoken_counts()))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from hf_bpe.pretokenize import (
     GPT2_ASCII_REGEX,
@@ -33,6 +33,19 @@ SEGMENT_CHARS = 1 << 20
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
 # A unit of counting work: a file chunk `(path, start, end)` or a batch of texts (`hf_bpe.train.count`).
 Task = TypeVar("Task")
+
+
+class Tally(Protocol):
+    """What a counting task's conversion may make instead of pre-token counts (`count_pretokens_in_files(...,
+    convert=)`; SuperBPE's stage-2 tables, `hf_bpe.train.superword_passes.StageTwoCounts`): tables that add up like
+    a Counter, in the workers and in the parent (`add_counts`), and say when a worker should hand them over
+    (`full`; pre-token counts are handed over as soon as there are any)."""
+
+    def __len__(self) -> int: ...
+
+    def update(self, other: Tally) -> None: ...
+
+    def full(self) -> bool: ...
 
 
 class PieceCounter:
@@ -102,6 +115,12 @@ class PieceCounter:
             key = pretoken.encode()
             pretokens[key] = get(key, 0) + count
 
+    def ready(self) -> bool:
+        """Whether counts wait to be handed over (to a local engine's parent): pre-token counts as soon as a piece
+        table is converted, a `Tally` once it is full."""
+        full = getattr(self.pretokens, "full", None)
+        return bool(self.pretokens) if full is None else full()
+
     def pretoken_counts(self) -> Counter[bytes]:
         """The pre-token counts of everything added so far, keyed by UTF-8 bytes. The counter is empty afterwards
         (its memory goes with the result), ready for more text."""
@@ -136,12 +155,18 @@ class PieceCounter:
         return counts
 
 
-def add_counts(total: Counter[bytes], counts: Counter[bytes]) -> Counter[bytes]:
-    """`total` plus `counts`, summed into the larger of the two (which is returned): the smaller one is added.
+def add_counts(total: Tally, counts: Tally) -> Tally:
+    """`total` plus `counts`, summed into the larger of the two (which is returned): the smaller one is added. Either
+    may be pre-token counts or another `Tally` (an empty one is no tally of any kind, so either may be an empty
+    Counter).
 
     >>> add_counts(Counter({b"a": 1}), Counter({b"a": 2, b"b": 1})) == Counter({b"a": 3, b"b": 1})
     True
     """
+    if not counts:
+        return total
+    if not total:
+        return counts
     if len(counts) > len(total):
         total, counts = counts, total
     total.update(counts)

@@ -133,7 +133,7 @@ class _CountingWorker(ClusterWorker):
         """Convert the pieces to pre-token counts (the counter hands them over and is empty after); an error
         message, or None."""
         try:
-            self.counts.update(self.counter.pretoken_counts())
+            self.counts = add_counts(self.counts, self.counter.pretoken_counts())
         except InputError as error:
             return str(error)
         return None

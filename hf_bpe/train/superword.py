@@ -7,9 +7,9 @@ training in two stages, so that the vocabulary also holds *superwords*, tokens t
   `hf_bpe.pretokenize.superword`: only digit groups and special tokens cut, so a pre-token runs from one number to
   the next across spaces and newlines). Each stage-2 pre-token is split into stage-1 tokens as hf_bpe's encoder
   splits it (`StageOneTokenizer.segment`: each distinct piece merged once, in time linear in a pre-token's length),
-  by the counting workers as they count (`StageOneTokenizer.segment_counts`), and the one merge loop goes on from
-  that segmentation (`hf_bpe.train.superword_words`: the words, their pair counts, cut at rare pairs) up to
-  `vocab_size`.
+  by the counting workers as they count (`StageOneTokenizer.segment_counts`), which send back only small tables:
+  the pairs of stage-1 tokens and the documents' distinct parts between rare pairs (`hf_bpe.train.superword_passes`
+  runs the passes). The one merge loop goes on from those parts up to `vocab_size`.
 
 The result is laid out like any hf_bpe tokenizer (ids 0-255 the bytes, then the stage-1 merges, then the stage-2
 merges, then the special tokens) and is saved with the superword pattern: a text is pre-tokenized with it and its
@@ -28,31 +28,29 @@ from __future__ import annotations
 
 import operator
 import re
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
-from hf_bpe.train.checks import report_training
-from hf_bpe.train.merge_loop import Merges, Vocab, _merge
-from hf_bpe.train.superword_words import PairCounts, cut_at_rare_pairs, segment_dtype, segmented_words
+from hf_bpe.train.merge_loop import Merges, Vocab
+from hf_bpe.train.superword_words import segment_dtype
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 13
 # Stage-2 pre-tokens are split into pieces about this many bytes of them at a time (each piece a bytes object until it
 # is merged: a few MB of them in each counting worker).
 SPLIT_BYTES = 1 << 18
-# A stage-1 tokenizer keeps the ids of at most this many pieces (a few MB in each counting worker: the frequent
-# pieces, first seen, are what saves time; the corpus's rare ones would each be merged once anyway).
-PIECE_CACHE = 1 << 15
+# A stage-1 tokenizer keeps the ids of at most this many pieces (tens of MB in each counting worker, as many as the
+# piece table of plain counting holds: a piece merged again in every chunk it is new to costs most of the time).
+PIECE_CACHE = 1 << 19
 
 
 def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,
@@ -89,78 +87,14 @@ def check_superword_options(superword_from: int | None, superword_pattern: str |
     return transition, resolve_pattern(SUPERWORD_NAME if superword_pattern is None else superword_pattern)
 
 
-def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[bytes, int], vocab_size: int,
-                             special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
-                             counting_seconds: float = 0.0, token_counts: np.ndarray | None = None,
-                             min_frequency: int = 0, max_token_length: int | None = None,
-                             cut_below: int | None = None, consume_counts: bool = False,
-                             segmented: bool = False) -> tuple[Vocab, Merges]:
-    """SuperBPE's stage 2: continue from stage 1's vocab and merges (special tokens last, as training returns them)
-    on `counts`, the corpus counted with the stage-2 pattern, up to `vocab_size` tokens with the special tokens,
-    which take the last ids again. `segmented=True`: the counts are keyed by the pre-tokens' stage-1 ids already
-    (`StageOneTokenizer.segment_counts` of `stage_one_tokenizer(stage_one)`, as the counting workers make them).
-    `token_counts` (uint64, `vocab_size` entries) receives how often each id occurs in the final segmentation of the
-    counts. `consume_counts=True` empties `counts` once the words are made from them (their memory is not needed
-    while merging).
-
-    The words are first cut between stage-1 tokens whose pair counts less than a guess at the last merge's count
-    (`cut_below`, None: `PairCounts.guess_last_count`; see `cut_at_rare_pairs`), and merging stops below it; if
-    that stops short, the guess was too high and stage 2 runs again from the uncut words (the same merges either
-    way).
-    """
-    vocab, merges = stage_one
-    # Not a stage-1 tokenizer unless the counts need segmenting here: its tables would stay in memory while merging.
-    ordinary = _ordinary_vocab(stage_one)
-    start = time.perf_counter()
-    num_merges = vocab_size - len(special_tokens) - len(ordinary)
-    counted = None if token_counts is None else token_counts[:vocab_size - len(special_tokens)]
-    distinct = len(counts)
-    stage_two = counts if segmented else stage_one_tokenizer(stage_one).segment_counts(counts)
-    token_bytes: list[bytes | None] = [ordinary[token_id] for token_id in range(len(ordinary))]
-    words = segmented_words(stage_two, segment_dtype(len(ordinary)), token_bytes, counted)
-    del stage_two
-    if consume_counts:
-        counts.clear()  # type: ignore[attr-defined]
-        release_free_memory()
-    pairs = PairCounts(words)
-    release_free_memory()
-    cut = pairs.guess_last_count(num_merges) if cut_below is None else cut_below
-    options = {"token_counts": counted, "max_token_length": max_token_length}
-    id_merges: list[tuple[int, int]] = []
-    if cut > max(min_frequency, 1):
-        before = None if counted is None else counted.copy()
-        parts = cut_at_rare_pairs(words, pairs, cut, counted)
-        del pairs
-        release_free_memory()  # the temporaries of counting and cutting, before the merge loop's arrays
-        id_merges = _merge(parts, num_merges, progress, **options, min_frequency=cut)
-        if len(id_merges) < num_merges and counted is not None:
-            counted[:] = before  # type: ignore[index]
-    else:
-        del pairs
-    if len(id_merges) < num_merges:
-        if isinstance(words.data, np.ndarray):  # else empty, and used up by the first run
-            words.data = words.data.astype(np.int32)
-        id_merges = _merge(words, num_merges, progress, **options, min_frequency=min_frequency)
-    del words
-    vocab, merges = dict(ordinary), list(merges)
-    for new_id, (left, right) in enumerate(id_merges, start=len(ordinary)):
-        merges.append((vocab[left], vocab[right]))
-        vocab[new_id] = vocab[left] + vocab[right]
-    for token in special_tokens:
-        vocab[len(vocab)] = token.encode("utf-8")
-    if verbose:
-        report_training(distinct, counting_seconds, len(id_merges), time.perf_counter() - start)
-    return vocab, merges
-
-
 def stage_one_tokenizer(stage_one: tuple[Vocab, Merges]) -> StageOneTokenizer:
     """The tokenizer of stage 1's vocab and merges (without the special tokens, which no stage-2 pre-token holds)."""
-    tokenizer = StageOneTokenizer(_ordinary_vocab(stage_one), stage_one[1])
+    tokenizer = StageOneTokenizer(ordinary_vocab(stage_one), stage_one[1])
     tokenizer._tables()  # the merge kernel's tables, built once here: the counting workers fork after, and share them
     return tokenizer
 
 
-def _ordinary_vocab(stage_one: tuple[Vocab, Merges]) -> Vocab:
+def ordinary_vocab(stage_one: tuple[Vocab, Merges]) -> Vocab:
     """Stage 1's vocab without its special tokens (the bytes and the merged tokens)."""
     vocab, merges = stage_one
     return {token_id: token for token_id, token in vocab.items() if token_id < 256 + len(merges)}
@@ -221,7 +155,7 @@ class StageOneTokenizer(Tokenizer):
                 size += len(words[end])
                 end += 1
             parts = [cut.split(word) for word in words[start:end]] if cut else [[word] for word in words[start:end]]
-            new = list({piece for pieces in parts for piece in pieces if piece not in ids})
+            new = list(set(chain.from_iterable(parts)).difference(ids))
             for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
                 batch = new[first:first + PIECE_BATCH]
                 packed = self.merge_pretoken_bytes(batch)
@@ -262,5 +196,4 @@ class SuperwordStages:
         return cls(range(256, 256 + stage_one_merges), range(256 + stage_one_merges, 256 + num_merges))
 
 
-__all__ = ["StageOneTokenizer", "SuperwordStages", "check_superword_options", "continue_with_superwords",
-           "stage_one_tokenizer"]
+__all__ = ["StageOneTokenizer", "SuperwordStages", "check_superword_options", "ordinary_vocab", "stage_one_tokenizer"]

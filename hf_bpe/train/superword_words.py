@@ -104,13 +104,16 @@ class PairCounts:
         weights = np.repeat(self.frequencies[first:last + 1], clipped)
         return codes, weights[inside]
 
-    def rare(self, cut_below: int) -> np.ndarray:
-        """The positions where a pair counting less than `cut_below` starts."""
-        return np.concatenate([np.zeros(0, dtype=np.int64), *self.rare_blocks(cut_below)])
+    def frequent(self, cut_below: int) -> np.ndarray:
+        """The codes of the pairs counting `cut_below` or more, ascending."""
+        return self.distinct[self.totals >= cut_below]
 
-    def rare_blocks(self, cut_below: int) -> Iterator[np.ndarray]:
+    def rare(self, frequent: np.ndarray) -> np.ndarray:
+        """The positions where a pair starts whose code is not in `frequent` (ascending codes)."""
+        return np.concatenate([np.zeros(0, dtype=np.int64), *self.rare_blocks(frequent)])
+
+    def rare_blocks(self, frequent: np.ndarray) -> Iterator[np.ndarray]:
         """`rare`, a block of positions at a time."""
-        frequent = self.distinct[self.totals >= cut_below]
         for start in range(0, len(self.data), PAIR_BLOCK):
             codes, at = self._block(start)
             if len(frequent):
@@ -121,32 +124,39 @@ class PairCounts:
             else:
                 yield at
 
-    def guess_last_count(self, num_merges: int) -> int:
-        """A guess at the count of the last of `num_merges` merges: a third of the `num_merges`-th largest pair
-        count now (merges make pairs that count less than the pairs they merge); 0 when there are few pairs."""
-        if num_merges <= 0 or len(self.totals) <= num_merges:
-            return 0
-        return int(np.partition(self.totals, len(self.totals) - num_merges)[len(self.totals) - num_merges]) // 3
+def guess_last_count(totals: np.ndarray, num_merges: int) -> int:
+    """A guess at the count of the last of `num_merges` merges, from the `totals` of the distinct pairs: a third of
+    the `num_merges`-th largest (merges make pairs that count less than the pairs they merge); 0 when there are few
+    pairs.
+
+    >>> guess_last_count(np.array([90, 30, 60, 5]), 2), guess_last_count(np.array([90]), 2)
+    (20, 0)
+    """
+    if num_merges <= 0 or len(totals) <= num_merges:
+        return 0
+    return int(np.partition(totals, len(totals) - num_merges)[len(totals) - num_merges]) // 3
 
 
-def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_counts: np.ndarray | None = None
+def cut_at_rare_pairs(words: _Words, pairs: PairCounts, frequent: np.ndarray, token_counts: np.ndarray | None = None
                       ) -> _Words:
-    """The words cut between every two tokens whose pair counts less than `cut_below` (in all the words), the parts
+    """The words cut between every two tokens whose pair's code is not in `frequent` (ascending codes), the parts
     counted as words of their own (one token parts go to `token_counts`).
 
-    No merge counting `cut_below` or more ever joins across such a place: every occurrence of a pair (L, R) joins,
-    at the place between L and R, the same two first tokens (L's last and R's first, as the merges built L and R), so
-    (L, R) counts at most what that pair of first tokens counts. So as long as the best pair counts `cut_below` or
-    more, merging the parts makes the merges of merging the words, and the same final segmentation; below it, the
-    words must be merged whole (`hf_bpe.train.superword.continue_with_superwords`). Stage-2 words are documents, few
-    of them alike; their parts are mostly phrases, many of them alike, so the merge loop holds far fewer positions.
+    When every pair left out of `frequent` counts less than some `cut_below` in the whole corpus, no merge counting
+    `cut_below` or more ever joins across such a place: every occurrence of a pair (L, R) joins, at the place between
+    L and R, the same two first tokens (L's last and R's first, as the merges built L and R), so (L, R) counts at most
+    what that pair of first tokens counts. So as long as the best pair counts `cut_below` or more, merging the parts
+    makes the merges of merging the words, and the same final segmentation; below it, the words must be cut at a
+    lower count (`hf_bpe.train.superword_passes`). Stage-2 words are documents, few of them alike; their parts are
+    mostly phrases, many of them alike, so the merge loop holds far fewer positions.
 
     The parts of each length are told apart in numpy: by one uint64 of their ids when they fit in 64 bits, else by
     their bytes (a void dtype), sorted, and the frequencies of equal ones summed (int64, exact).
 
     >>> words = _Words(np.array([1, 2, 3, 1, 2, 1, 2, 3], np.uint16), np.array([3, 2, 3]), np.array([1, 1, 5]), 3,
     ...                [None] * 4)
-    >>> parts = cut_at_rare_pairs(words, PairCounts(words), 7)  # (2, 3) counts 6, (1, 2) 7
+    >>> pairs = PairCounts(words)
+    >>> parts = cut_at_rare_pairs(words, pairs, pairs.frequent(7))  # (2, 3) counts 6, (1, 2) 7
     >>> parts.data.tolist(), parts.lengths.tolist(), parts.frequencies.tolist()
     ([1, 2], [2], [7])
     """
@@ -156,7 +166,7 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_co
     starts = np.zeros(len(data), dtype=bool)
     word_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     starts[word_starts] = True
-    for rare in pairs.rare_blocks(cut_below):
+    for rare in pairs.rare_blocks(frequent):
         starts[rare + 1] = True
     parts_per_word = np.add.reduceat(starts, word_starts, dtype=np.int64)
     position_dtype = np.int32 if len(data) < 1 << 31 else np.int64
@@ -203,4 +213,4 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, cut_below: int, token_co
                   list(words.token_bytes))  # the merge loop adds to its list
 
 
-__all__ = ["PAIR_BLOCK", "PairCounts", "cut_at_rare_pairs", "segment_dtype", "segmented_words"]
+__all__ = ["PAIR_BLOCK", "PairCounts", "cut_at_rare_pairs", "guess_last_count", "segment_dtype", "segmented_words"]

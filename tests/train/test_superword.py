@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_iterator
 from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
-from hf_bpe.train import count, superword, superword_words
+from hf_bpe.train import count, superword, superword_passes, superword_words
 from hf_bpe.train._reference import reference_superword_train
-from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.train.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, continue_with_superwords, stage_one_tokenizer
+from hf_bpe.train.piece_counter import add_counts
+from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, stage_one_tokenizer
+from hf_bpe.train.superword_passes import continue_with_superwords
 from tests import FIXTURES
 from tests.pretokenize.test_patterns import QWEN2, pattern_text
 from tests.train.test_extend import random_bases
@@ -63,21 +65,34 @@ def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer,
         assert [np.frombuffer(ids, pieces.segment_dtype).tolist() for ids in pieces.segment(words)] == expected
 
 
-@settings(max_examples=60, deadline=None)
-@given(texts=superword_corpus, merges=st.integers(1, 60), cut_below=st.integers(2, 12))
-@example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way"] * 5, merges=30, cut_below=3)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=superword_corpus, merges=st.integers(1, 60), guess=st.integers(2, 12), every=st.integers(1, 3))
+@example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way"] * 5, merges=30, guess=3,
+         every=1)
 @example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way", "a rare line",
-                "the cat sat on the mat"] * 5, merges=4, cut_below=6)  # the cut words give every merge
-def test_cutting_at_rare_pairs_changes_no_merge_and_no_token_count(texts: list[str], merges: int,
-                                                                   cut_below: int) -> None:
-    # Too high a guess stops short and trains again uncut; a low one cuts words the merges never join across.
+                "the cat sat on the mat"] * 5, merges=4, guess=6, every=2)  # the cut parts give every merge
+def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], merges: int, guess: int, every: int,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Too high a guess stops merging short: the parts are counted again at lower cuts and merging goes on from the
+    # merges made. A sample that misses pairs raises the cut above them. A guess of 0 cuts nothing: the documents
+    # merged whole. The merges and the final segmentation are the same every way.
     stage_one = train_bpe_from_iterator(texts, 270, [ENDOFTEXT], num_workers=1)
-    counts = count_pretokens_in_iterator(texts, [ENDOFTEXT], num_workers=1, pattern="superword")
+    each_text = [count_pretokens([text], [ENDOFTEXT], pattern="superword") for text in texts]
+
+    def count_pass(stage_two_pass: superword_passes.StageTwoPass, sample_every: int) -> object:
+        total: object = Counter()
+        for counts in each_text[::sample_every]:  # a task per text, added up as the counting engines add them
+            total = add_counts(total, stage_two_pass(counts))  # type: ignore[arg-type]
+        return total
+
     results = []
-    for cut in (0, cut_below):
+    for cut, sample in ((0, 1), (guess, every)):
+        monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, cut=cut: cut)
+        monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
-        results.append((continue_with_superwords(stage_one, counts, 270 + merges, [ENDOFTEXT], cut_below=cut,
-                                                 token_counts=token_counts), token_counts.tolist()))
+        trained = superword_passes.train_superwords(stage_one, count_pass, 270 + merges, [ENDOFTEXT],
+                                                    token_counts=token_counts, num_workers=1)
+        results.append((trained, token_counts.tolist()))
     assert results[0] == results[1]
 
 
@@ -98,7 +113,7 @@ def test_pair_counts_in_blocks_are_the_pair_counts(words: list[tuple[list[int], 
     assert {divmod(code, 256): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
             } == expected
     positions = np.cumsum([0] + [len(tokens) for tokens, _ in words])
-    rare = {(int(np.searchsorted(positions, at, side="right")) - 1, int(at)) for at in pairs.rare(3)}
+    rare = {(int(np.searchsorted(positions, at, side="right")) - 1, int(at)) for at in pairs.rare(pairs.frequent(3))}
     assert rare == {(index, positions[index] + offset) for index, (tokens, _) in enumerate(words)
                     for offset, pair in enumerate(zip(tokens, tokens[1:])) if expected[pair] < 3}
 

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from hf_bpe.train import superword_words
 from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.superword_words import PairCounts, cut_at_rare_pairs, segment_dtype, segmented_words
+from hf_bpe.train.superword_words import (
+    PairCounts,
+    cut_at_rare_pairs,
+    guess_last_count,
+    segment_dtype,
+    segmented_words,
+)
 
 # Ids at the bounds of uint16 and of what 16 and 32 bits hold.
 WIDE_IDS = [0, 1, 255, 65534, 65535, 65536, 70000, (1 << 21) - 1]
@@ -66,7 +72,7 @@ def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple
     expected_pairs, expected_parts, expected_single = plain_cut(words, cut_below)
     assert {divmod(code, num_ids): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
             } == expected_pairs
-    parts = cut_at_rare_pairs(start_state, pairs, cut_below, token_counts)
+    parts = cut_at_rare_pairs(start_state, pairs, pairs.frequent(cut_below), token_counts)
     ends = np.cumsum(parts.lengths).tolist()
     found = Counter({tuple(parts.data[end - length:end].tolist()): frequency
                      for end, length, frequency in zip(ends, parts.lengths.tolist(), parts.frequencies.tolist())})
@@ -83,7 +89,8 @@ def test_the_packed_dtype_is_the_smallest_that_holds_every_id() -> None:
 def test_no_words_make_no_pairs_and_no_parts() -> None:
     start_state = segmented_words({}, np.dtype(np.uint16), [None] * 256)
     pairs = PairCounts(start_state)
-    assert len(pairs.distinct) == 0 and pairs.guess_last_count(10) == 0
-    assert len(cut_at_rare_pairs(start_state, pairs, 5).lengths) == 0
+    assert len(pairs.distinct) == 0 and guess_last_count(pairs.totals, 10) == 0
+    assert len(cut_at_rare_pairs(start_state, pairs, pairs.frequent(5)).lengths) == 0
     words = _Words(np.array([3, 4], np.uint16), np.array([2]), np.array([9]), 1, [None] * 5)
-    assert cut_at_rare_pairs(words, PairCounts(words), 10).data.tolist() == []
+    pairs = PairCounts(words)
+    assert cut_at_rare_pairs(words, pairs, pairs.frequent(10)).data.tolist() == []

@@ -1,0 +1,309 @@
+"""SuperBPE's stage 2 in counting passes, so that no process holds the corpus's stage-1 ids: what the counting
+workers (local processes or Ray actors) send back are small tables, and the merge loop runs over distinct parts of
+documents, the way plain training runs over distinct pre-tokens.
+
+A stage-2 pre-token is a document between numbers, which the corpus rarely holds twice. Each counting worker splits
+the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.segment`) and makes of them
+(`StageTwoPass`), as `StageTwoCounts`:
+
+- the counts of the distinct adjacent pairs of stage-1 tokens (`PairTally`: sorted codes and their totals);
+- the chunk cut between two stage-1 tokens wherever their pair is not in a set of frequent pairs
+  (`superword_words.cut_at_rare_pairs`), the parts counted as distinct sequences of stage-1 ids.
+
+`train_superwords` runs the passes:
+
+1. **A sample.** The pairs of one chunk in `SAMPLE_EVERY`, to guess which pairs matter: the last merge will count
+   about a third of the n-th largest pair count, for n merges (`guess_last_count`), and the pairs counting a quarter
+   of that guess or more in the sample are kept whole (not cut) in the next pass.
+2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
+   higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
+   (the lemma of `cut_at_rare_pairs`). The merge loop then runs over the distinct parts down to the cut: its merges
+   and final segmentation are those of merging the whole documents.
+3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more),
+   the cut is lowered, the parts are counted again at it, and merging goes on from the merges made so far: each
+   part is split as the tokenizer made so far encodes it (the extension's start state, `extend._extend`), which is
+   the segmentation training reached (merges in rank order give the segmentation of merging them in turn). At a cut
+   of 1 no pair is cut: only a corpus too small for the vocabulary asked of it gets there.
+
+The merges are exactly those of merging the documents whole (`hf_bpe.train._reference.reference_superword_train`).
+Memory: each worker holds one chunk's pre-tokens and the tables it has not handed over yet (`StageTwoCounts.full`);
+the parent, the distinct parts and the pair table (a few bytes per distinct pair).
+
+>>> from hf_bpe import train_bpe_from_iterator
+>>> texts = ["the cat sat on the mat. the cat sat."] * 3
+>>> vocab, merges = train_bpe_from_iterator(texts, 268, superword_from=262)
+>>> [vocab[token_id] for token_id in range(262, 268)]
+[b'cat ', b'cat sat', b' the ', b'the ', b'the cat sat', b'the cat sat ']
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from hf_bpe.common.parallel import release_free_memory
+from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.train.checks import report_training
+from hf_bpe.train.extend import _extend
+from hf_bpe.train.merge_loop import Merges, Vocab, _merge
+from hf_bpe.train.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
+from hf_bpe.train.superword_words import (
+    PairCounts,
+    cut_at_rare_pairs,
+    guess_last_count,
+    segment_dtype,
+    segmented_words,
+)
+
+# The first pass counts the pairs of one counting task (a chunk of a file, a batch of texts) in this many.
+SAMPLE_EVERY = 16
+# A worker hands its tables to the parent once they hold this many distinct parts or pairs (tens of MB).
+HANDOVER_PARTS = 1 << 18
+HANDOVER_PAIRS = 1 << 21
+
+
+class PairTally:
+    """Counts of distinct pairs of stage-1 tokens: their codes (`left * base + right`, ascending: `distinct`) and
+    `totals` (int64). Tallies add up (`update`); what is added waits as sorted runs and is merged in when it holds
+    as many entries as the tally (a stable sort of a few sorted runs merges them in about linear time).
+
+    >>> tally = PairTally(np.array([3, 9]), np.array([1, 2]))
+    >>> tally.update(PairTally(np.array([1, 9]), np.array([5, 5])))
+    >>> tally.distinct.tolist(), tally.totals.tolist(), len(tally)
+    ([1, 3, 9], [5, 1, 7], 3)
+    """
+
+    def __init__(self, distinct: np.ndarray | None = None, totals: np.ndarray | None = None) -> None:
+        self._distinct = np.zeros(0, dtype=np.uint32) if distinct is None else distinct
+        self._totals = np.zeros(0, dtype=np.int64) if totals is None else totals.astype(np.int64, copy=False)
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._waiting = 0
+
+    def __len__(self) -> int:
+        """The number of entries held (distinct pairs, and those waiting to be merged in)."""
+        return len(self._distinct) + self._waiting
+
+    def update(self, other: PairTally) -> None:
+        for codes, totals in [(other._distinct, other._totals), *other._runs]:
+            if len(codes):
+                self._runs.append((codes, totals))
+                self._waiting += len(codes)
+        if self._waiting >= max(len(self._distinct), 1 << 16):
+            self._merge_runs()
+
+    @property
+    def distinct(self) -> np.ndarray:
+        self._merge_runs()
+        return self._distinct
+
+    @property
+    def totals(self) -> np.ndarray:
+        self._merge_runs()
+        return self._totals
+
+    def frequent(self, cut_below: int) -> np.ndarray:
+        """The codes of the pairs counting `cut_below` or more, ascending."""
+        return self.distinct[self.totals >= cut_below]
+
+    def most_outside(self, kept: np.ndarray) -> int:
+        """The largest count of a pair whose code is not in `kept` (ascending codes); 0 when there is none."""
+        distinct = self.distinct
+        if not len(kept):
+            return int(self._totals.max(initial=0))
+        at = np.minimum(np.searchsorted(kept, distinct), len(kept) - 1)
+        return int(self._totals[kept[at] != distinct].max(initial=0))
+
+    def _merge_runs(self) -> None:
+        if not self._runs:
+            return
+        codes = np.concatenate([self._distinct, *(codes for codes, _ in self._runs)])
+        totals = np.concatenate([self._totals, *(totals for _, totals in self._runs)])
+        self._runs, self._waiting = [], 0
+        order = np.argsort(codes, kind="stable")
+        codes, totals = codes[order], totals[order]
+        del order
+        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+        self._distinct, self._totals = codes[starts], np.add.reduceat(totals, starts) if len(codes) else totals
+
+
+class StageTwoCounts:
+    """What a stage-2 pass counts (`StageTwoPass`): the distinct `parts` ({stage-1 ids packed in the segment dtype:
+    occurrences}) and the `pairs` of stage-1 tokens (`PairTally`). They add up like pre-token counts, in the counting
+    engines (`hf_bpe.train.piece_counter.add_counts`)."""
+
+    def __init__(self, parts: Counter[bytes] | None = None, pairs: PairTally | None = None) -> None:
+        self.parts: Counter[bytes] = Counter() if parts is None else parts
+        self.pairs = PairTally() if pairs is None else pairs
+
+    def __len__(self) -> int:
+        return len(self.parts) + len(self.pairs)
+
+    def update(self, other: StageTwoCounts) -> None:
+        if len(other.parts) > len(self.parts):
+            self.parts, other.parts = other.parts, self.parts
+        self.parts.update(other.parts)
+        self.pairs.update(other.pairs)
+
+    def full(self) -> bool:
+        """Whether a worker should hand these over now (they hold `HANDOVER_PARTS` parts or `HANDOVER_PAIRS`
+        pairs), rather than add the next tasks' to them."""
+        return len(self.parts) >= HANDOVER_PARTS or len(self.pairs) >= HANDOVER_PAIRS
+
+
+class StageTwoPass:
+    """The counting workers' conversion of one task's stage-2 pre-token counts (`count_pretokens_in_files(...,
+    convert=)`) into `StageTwoCounts`: the pairs of their stage-1 tokens, and with `cut`, their parts cut between
+    two tokens wherever the pair's code is not in `kept` (ascending codes; None: cut nowhere, the pre-tokens whole).
+    Picklable, for Ray."""
+
+    def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None) -> None:
+        self.tokenizer = tokenizer if isinstance(tokenizer, StageOneTokenizer) else StageOneTokenizer(
+            tokenizer.vocab, tokenizer.merges)
+        self.cut, self.kept = cut, kept
+        self.num_ids = max(self.tokenizer.vocab) + 1
+        self.dtype = segment_dtype(self.num_ids)
+
+    def __call__(self, counts: Counter[bytes]) -> StageTwoCounts:
+        segmented = self.tokenizer.segment_counts(counts)
+        single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
+        words = segmented_words(segmented, self.dtype, [None] * self.num_ids, single)
+        del segmented
+        pairs = PairCounts(words)
+        parts: Counter[bytes] = Counter()
+        if self.cut:
+            if self.kept is not None:
+                words = cut_at_rare_pairs(words, pairs, self.kept, single)
+            parts = self._keys(words)
+            for token_id in np.flatnonzero(single).tolist():
+                parts[np.array([token_id], dtype=self.dtype).tobytes()] += int(single[token_id])
+        return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals))
+
+    def _keys(self, words: object) -> Counter[bytes]:
+        """The words of `segmented_words` or `cut_at_rare_pairs` (each once) as {packed ids: count}."""
+        data = words.data  # type: ignore[attr-defined]
+        packed = data.tobytes() if isinstance(data, np.ndarray) else b""
+        ends = (np.cumsum(words.lengths) * self.dtype.itemsize).tolist()  # type: ignore[attr-defined]
+        keys = [packed[start:end] for start, end in zip([0, *ends], ends)]
+        return Counter(dict(zip(keys, words.frequencies.tolist())))  # type: ignore[attr-defined]
+
+
+# Runs one counting pass over the corpus with the stage-2 pattern, each task's counts converted by the pass given,
+# over one task in `every` (1: all of them); returns the sum.
+CountPass = Callable[[StageTwoPass, int], StageTwoCounts]
+
+
+def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, vocab_size: int,
+                     special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
+                     counting_seconds: float = 0.0, token_counts: np.ndarray | None = None, min_frequency: int = 0,
+                     max_token_length: int | None = None, num_workers: int | None = None) -> tuple[Vocab, Merges]:
+    """SuperBPE's stage 2 from stage 1's vocab and merges (special tokens last, as training returns them), up to
+    `vocab_size` tokens with the special tokens, which take the last ids again; the corpus is read through
+    `count_pass` (see the module docstring). `token_counts` (uint64, `vocab_size` entries) receives how often each id
+    occurs in the final segmentation of the corpus's stage-2 pre-tokens."""
+    def count(stage_two_pass: StageTwoPass, every: int) -> StageTwoCounts:
+        counted = count_pass(stage_two_pass, every)
+        return counted if isinstance(counted, StageTwoCounts) else StageTwoCounts()  # no text: an empty Counter
+
+    start = time.perf_counter()
+    ordinary = ordinary_vocab(stage_one)
+    num_merges = vocab_size - len(special_tokens) - len(ordinary)
+    tokenizer = stage_one_tokenizer(stage_one)
+    kept = None
+    if num_merges > 0:
+        sampled = count(StageTwoPass(tokenizer, cut=False), SAMPLE_EVERY).pairs
+        guess = guess_last_count(sampled.totals, num_merges)
+        kept = sampled.frequent(max(guess // 4, 1)) if guess > max(min_frequency, 1) else None
+        del sampled
+    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept), 1)
+    pairs, parts = counted.pairs, counted.parts
+    del counted
+    distinct = len(parts)
+    cut = 0 if kept is None else max(guess_last_count(pairs.totals, num_merges), pairs.most_outside(kept) + 1)
+    counting_seconds += time.perf_counter() - start
+    if verbose:
+        _report_pass(f"{len(pairs.distinct):,} distinct pairs of stage-1 tokens, "
+                     f"{'none' if kept is None else f'{len(kept):,}'} kept whole", len(parts), cut, start)
+    merging_start = time.perf_counter()
+    vocab, merges = dict(ordinary), list(stage_one[1])
+    while True:
+        final = cut <= max(min_frequency, 1)
+        wanted = num_merges - (len(merges) - len(stage_one[1]))
+        counted_now = None if token_counts is None else np.zeros(len(ordinary) + num_merges, dtype=np.uint64)
+        added = _merge_parts(parts, vocab, merges, wanted, len(ordinary), progress,
+                             token_counts=counted_now, min_frequency=max(cut, min_frequency),
+                             max_token_length=max_token_length, num_workers=num_workers)
+        del parts
+        if final or added == wanted:
+            break
+        cut = max(cut // 4, min_frequency, 1)  # rarely needed: each lower cut is a pass over the corpus
+        again_start = time.perf_counter()
+        parts = count(StageTwoPass(tokenizer, cut=True, kept=pairs.frequent(cut) if cut > 1 else None), 1
+                           ).parts
+        counting_seconds += time.perf_counter() - again_start
+        if verbose:
+            _report_pass(f"{added:,} merges at the cut before, too few", len(parts), cut, again_start)
+        merging_start += time.perf_counter() - again_start
+    if token_counts is not None and counted_now is not None:
+        token_counts[:len(counted_now)] = counted_now[:len(token_counts)]
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    if verbose:
+        report_training(distinct, counting_seconds, len(merges) - len(stage_one[1]),
+                        time.perf_counter() - merging_start)
+    return vocab, merges
+
+
+def _report_pass(what: str, parts: int, cut: int, start: float) -> None:
+    """A `verbose=True` line for a counting pass of stage 2, on stderr."""
+    print(f"hf_bpe: stage 2: {what}; {parts:,} distinct parts cut below {cut:,}, counted in "
+          f"{time.perf_counter() - start:.2f} s", file=sys.stderr)
+
+
+def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[bytes, int], vocab_size: int,
+                             special_tokens: Sequence[str], **options: Any) -> tuple[Vocab, Merges]:
+    """`train_superwords` on the stage-2 pre-token counts of a corpus, made already ({pre-token bytes: count}, as
+    `count_pretokens(..., pattern="superword")` makes them); the options as `train_superwords` takes them."""
+    return train_superwords(stage_one, lambda stage_two_pass, every: stage_two_pass(Counter(counts)), vocab_size,
+                            special_tokens, **options)
+
+
+def _merge_parts(parts: Counter[bytes], vocab: Vocab, merges: Merges, wanted: int, stage_one_size: int,
+                 progress: bool | None, *, token_counts: np.ndarray | None, min_frequency: int,
+                 max_token_length: int | None, num_workers: int | None) -> int:
+    """Merge the distinct parts ({stage-1 ids packed: count}; stage 1 has `stage_one_size` ids) up to `wanted` merges
+    counting `min_frequency` or more, adding them to `vocab` and `merges` (in place); the number made. Right after
+    stage 1 the parts are the merge loop's words as they are; later, each is split as the tokenizer of `vocab` and
+    `merges` encodes it (the extension's start state)."""
+    dtype = segment_dtype(stage_one_size)
+    if len(vocab) == stage_one_size:
+        token_bytes: list[bytes | None] = [vocab[token_id] for token_id in range(len(vocab))]
+        words = segmented_words(parts, dtype, token_bytes, token_counts)
+        parts.clear()
+        release_free_memory()
+        id_merges = _merge(words, wanted, progress, token_counts=token_counts, min_frequency=min_frequency,
+                           max_token_length=max_token_length)
+        del words
+        for new_id, (left, right) in enumerate(id_merges, start=len(vocab)):
+            merges.append((vocab[left], vocab[right]))
+            vocab[new_id] = vocab[left] + vocab[right]
+        return len(id_merges)
+    stage_one_bytes = [vocab[token_id] for token_id in range(stage_one_size)]
+    texts = Counter({b"".join(map(stage_one_bytes.__getitem__, np.frombuffer(key, dtype).tolist())): count
+                     for key, count in parts.items()})
+    parts.clear()
+    base = Tokenizer(dict(vocab), list(merges))
+    before = len(merges)
+    extended_vocab, extended_merges = _extend(base, texts, len(vocab) + wanted, progress, False, 0.0, min_frequency,
+                                              max_token_length, token_counts, True, num_workers)
+    vocab.update(extended_vocab)
+    merges[:] = extended_merges
+    return len(merges) - before
+
+
+__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "SAMPLE_EVERY", "CountPass", "PairTally", "StageTwoCounts",
+           "StageTwoPass", "continue_with_superwords", "train_superwords"]
