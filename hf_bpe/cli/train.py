@@ -68,7 +68,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         help="SuperBPE: train up to T tokens (counted as --vocab-size counts them) with --pattern, "
                              "then count the corpus again with --superword-pattern and go on learning superword "
                              "tokens, which bridge spaces, up to --vocab-size; the tokenizer is saved with the "
-                             "superword pattern")
+                             "superword pattern. With --extend BASE, BASE's first T tokens (its bytes, first merges "
+                             "and special tokens) are stage 1 instead; T = BASE's size keeps every BASE id")
     parser.add_argument("--superword-pattern", metavar="NAME_OR_REGEX",
                         help="SuperBPE's stage-2 pattern (default: superword, the published one: pre-tokens are cut "
                              "only at digit groups of three and special tokens)")
@@ -149,30 +150,39 @@ def run_train(args: argparse.Namespace) -> int:
     with staging_directory(out, replace=args.force, min_free_bytes=needed) as staging:
         startup_seconds = seconds_since_start()
         start = time.perf_counter()
-        counts, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress)
+        on_base = None if stage_two is None else stage_two[2]  # superwords on BASE: no stage 1 to count for
+        counts, corpus_info = (Counter(), {}) if on_base else count_training_corpus(args, inputs, source,
+                                                                                      special_tokens, progress)
         counting_seconds = time.perf_counter() - start
         distinct = len(counts)  # plain training empties the counts once the merge loop has taken them
         # For the under-trained tokens: the merge loop's final segmentation of the corpus, as the tokenizer encodes it.
         options = {"progress": progress, "min_frequency": args.min_frequency,
                    "max_token_length": args.max_token_length}
-        if stage_two is not None:  # SuperBPE: stage 1 up to the transition, then count again and go on
-            token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
-            stage_one = train_bpe_from_counts(counts, stage_two[0], special_tokens, consume_counts=True, **options)
-            stage_one_counted = distinct
-            del counts
+        if stage_two is not None:  # SuperBPE: stage 1 (trained up to the transition, or BASE's), then stage 2
 
-            def count_pass(stage_two_pass: Any, every: int) -> Any:  # the passes of stage 2, timed as counting
-                nonlocal counting_seconds, distinct
+            def count_pass(stage_two_pass: Any) -> Any:  # the passes of stage 2, timed as counting
+                nonlocal counting_seconds, distinct, corpus_info
                 pass_start = time.perf_counter()
-                counted = count_training_corpus(args, inputs, source, special_tokens, progress, pattern=stage_two[1],
-                                                convert=stage_two_pass, every=every)[0]
+                counted, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress,
+                                                             pattern=stage_two[1], convert=stage_two_pass)
                 counting_seconds += time.perf_counter() - pass_start
                 distinct = len(getattr(counted, "parts", counted))  # the distinct parts of documents merged
                 return counted
 
-            vocab, merges = train_superwords(stage_one, count_pass, args.vocab_size, special_tokens,
-                                             token_counts=token_counts, num_workers=args.workers,
-                                             verbose=args.verbose, **options)
+            if on_base is None:
+                token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
+                stage_one = train_bpe_from_counts(counts, stage_two[0], special_tokens, consume_counts=True,
+                                                  **options)
+                stage_one_counted = distinct
+                del counts
+                vocab, merges = train_superwords(stage_one, count_pass, args.vocab_size, special_tokens,
+                                                 token_counts=token_counts, num_workers=args.workers,
+                                                 verbose=args.verbose, **options)
+            else:  # laid out by `superword_extend`: every BASE id kept when all its tokens are
+                stage_one, stage_one_counted = on_base.stage_one, None
+                token_counts = np.zeros(on_base.num_ids(args.vocab_size), dtype=COUNT_DTYPE)
+                vocab, merges = on_base.train(count_pass, args.vocab_size, token_counts=token_counts,
+                                              num_workers=args.workers, verbose=args.verbose, **options)
         elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,
@@ -206,8 +216,9 @@ def run_train(args: argparse.Namespace) -> int:
             "superword": None if stage_two is None else {
                 "from": stage_two[0], "stage_1_pattern": preset_name(pattern) or pattern,
                 "stage_1_distinct_pretokens": stage_one_counted, "stage_1_merges": len(stage_one[1])},
+            # The merges of BASE kept first in merges.txt: all of them, but with superwords on its first tokens.
             "extends": None if base is None else {"base": args.extend, "vocab_size": len(base.vocab),
-                                                  "merges": len(base.merges)},
+                                                  "merges": len(on_base.stage_one[1] if on_base else base.merges)},
             "min_frequency": args.min_frequency,
             "max_token_length": args.max_token_length,
             "date": datetime.date.today().isoformat(),
@@ -220,7 +231,8 @@ def run_train(args: argparse.Namespace) -> int:
             training_info["pattern"] = preset_name(pattern) or pattern
         try:
             writing_start = time.perf_counter()
-            ignore_merges = base is not None and base.ignore_merges  # a converted tiktoken file's way, kept
+            # A converted tiktoken file's way, kept; stage 2 merges its pre-tokens by rank (`superword_extend`).
+            ignore_merges = base is not None and base.ignore_merges and stage_two is None
             save_tokenizer_directory(staging, vocab, merges, special_tokens, pad_token=args.pad_token,
                                      pattern=pattern, ignore_merges=ignore_merges)
             save_token_counts(staging, token_counts)
@@ -252,35 +264,45 @@ def run_train(args: argparse.Namespace) -> int:
 
 def extension_base(args: argparse.Namespace) -> Any:
     """The `hf_bpe.Tokenizer` of --extend BASE, or None without it; InputError for options that BASE decides (the
-    pattern, the special tokens), a BASE that is not a tokenizer, and a --vocab-size not larger than BASE's. Sets
-    `args.pattern` to BASE's, which the corpus is counted with."""
+    pattern, the special tokens), a BASE that is not a tokenizer, and a --vocab-size not larger than BASE's (with
+    --superword-from, `superword_options` checks it against the tokens kept). Sets `args.pattern` to BASE's, which
+    the corpus is counted with (stage 1's, with --superword-from)."""
     if args.extend is None:
         return None
     for flag, given in (("--pattern", args.pattern), ("--special-token", args.special_tokens),
                         ("--no-special-tokens", args.no_special_tokens), ("--pad-token", args.pad_token)):
         if given:
             raise InputError(f"--extend takes the pattern and special tokens from BASE, so {flag} cannot be given")
-    from hf_bpe.evaluation.baselines import resolve_baseline
+    from hf_bpe.encode.tokenizer import Tokenizer
+    from hf_bpe.evaluation.baselines import TIKTOKEN_SPECIAL_TOKENS, resolve_baseline
     from hf_bpe.train.extend import load_base
 
     base = load_base(args.extend) if Path(args.extend).is_dir() else resolve_baseline(args.extend).tokenizer
-    if args.vocab_size <= len(base.vocab):
+    if not isinstance(base, Tokenizer):  # a rank file (cl100k=PATH), which baselines encode with tiktoken
+        base = Tokenizer.from_tiktoken(base.path, pattern=base.name, special_tokens=TIKTOKEN_SPECIAL_TOKENS[base.name])
+    if args.superword_from is None and args.vocab_size <= len(base.vocab):
         raise InputError(f"--vocab-size {args.vocab_size} must be larger than the {len(base.vocab):,} tokens of "
                          f"--extend {args.extend}: it is the final size, BASE's tokens included")
     args.pattern = base.pattern
     return base
 
 
-def superword_options(args: argparse.Namespace, base: Any, special_tokens: list[str]) -> tuple[int, str] | None:
-    """(--superword-from, the regex of --superword-pattern), checked, or None without --superword-from."""
+def superword_options(args: argparse.Namespace, base: Any, special_tokens: list[str]) -> tuple[int, str, Any] | None:
+    """(--superword-from, the regex of --superword-pattern, and with --extend BASE, BASE's first tokens as stage 1:
+    `hf_bpe.train.superword_extend.SuperwordsOnBase`), checked, or None without --superword-from."""
     from hf_bpe.train.superword import check_superword_options
+    from hf_bpe.train.superword_extend import check_superwords_on_base
 
-    if args.superword_from is not None and base is not None:
-        raise InputError("--superword-from trains from scratch in two stages, so it cannot be combined with --extend")
     try:
-        return check_superword_options(args.superword_from, args.superword_pattern, args.vocab_size, special_tokens)
+        if base is not None:
+            on_base = check_superwords_on_base(base, args.superword_from, args.superword_pattern, args.vocab_size)
+            return None if on_base is None else (on_base.keep, on_base.regex, on_base)
+        checked = check_superword_options(args.superword_from, args.superword_pattern, args.vocab_size,
+                                          special_tokens)
+        return None if checked is None else (*checked, None)
     except (TypeError, ValueError) as error:
         message = str(error).replace("superword_from", "--superword-from").replace("vocab_size", "--vocab-size")
+        message = message.replace("the base tokenizer", f"--extend {args.extend}")
         raise InputError(message.replace("superword_pattern", "--superword-pattern")) from None
 
 
@@ -311,17 +333,17 @@ def check_train_arguments(args: argparse.Namespace, source: Any) -> None:
 
 
 def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], source: Any, special_tokens: list[str],
-                          progress: bool | None, pattern: str | None = None, convert: Any = None, every: int = 1
+                          progress: bool | None, pattern: str | None = None, convert: Any = None
                           ) -> tuple[Counter[bytes], dict[str, Any]]:
     """Pre-token counts of the INPUT files or the dataset, and what the training record says about the corpus;
-    counted with `pattern` when given (SuperBPE's stage 2), else with --pattern; `convert` and `every` as
-    `count_pretokens_in_files` takes them (a stage-2 pass)."""
+    counted with `pattern` when given (SuperBPE's stage 2), else with --pattern; `convert` as
+    `count_pretokens_in_files` takes it (a stage-2 pass)."""
     from hf_bpe.common.files import check_input_files
     from hf_bpe.train import count
     from hf_bpe.train.count import counting_engine
 
     engine_options = {"engine": counting_engine(args.engine, args.ray_address),
-                      "pattern": args.pattern if pattern is None else pattern, "convert": convert, "every": every}
+                      "pattern": args.pattern if pattern is None else pattern, "convert": convert}
     if source is not None:
         from hf_bpe.data.sources import datasets_progress_bars, metadata_of, row_texts
 

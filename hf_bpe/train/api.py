@@ -66,9 +66,9 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
 
-    def count(regex: str, convert: Convert | None = None, every: int = 1) -> Mapping[bytes, int]:
+    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
         return count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,
-                                        engine=engine_used, pattern=regex, convert=convert, every=every)
+                                        engine=engine_used, pattern=regex, convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
                           max_token_length, num_workers)
@@ -96,20 +96,21 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
     if stage_two is not None and iter(texts) is texts:
         raise TypeError("SuperBPE counts the texts twice: give a list or a dataset column, not an iterator")
 
-    def count(regex: str, convert: Convert | None = None, every: int = 1) -> Mapping[bytes, int]:
+    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
         return count_pretokens_in_iterator(texts, specials, num_workers=num_workers, progress=progress, pattern=regex,
-                                           convert=convert, every=every)
+                                           convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
                           max_token_length, num_workers)
 
 
-def _train_counted(count: Callable[..., Mapping[bytes, int]], regex: str, stage_two: tuple[int, str] | None,
-                   vocab_size: int, specials: list[str], progress: bool | None, verbose: bool, min_frequency: int,
-                   max_token_length: int | None, num_workers: int | None) -> tuple[Vocab, Merges]:
+def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], regex: str,
+                   stage_two: tuple[int, str] | None, vocab_size: int, specials: list[str], progress: bool | None,
+                   verbose: bool, min_frequency: int, max_token_length: int | None, num_workers: int | None
+                   ) -> tuple[Vocab, Merges]:
     """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
-    go on in counting passes with the stage-2 pattern (`hf_bpe.train.superword_passes`): `count(regex, convert,
-    every)` counts the corpus, each task's counts converted where they are counted (in the workers)."""
+    go on in counting passes with the stage-2 pattern (`hf_bpe.train.superword_passes`): `count(regex, convert)`
+    counts the corpus, each task's counts converted where they are counted (in the workers)."""
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
     words = _Words.of_counts(count(regex, None))
@@ -122,8 +123,8 @@ def _train_counted(count: Callable[..., Mapping[bytes, int]], regex: str, stage_
     del words
     release_free_memory()  # the stage-2 workers fork from this process: not from the freed pages of stage 1
 
-    def count_pass(stage_two_pass: StageTwoPass, every: int) -> Any:
-        return count(superword_regex, stage_two_pass, every)
+    def count_pass(stage_two_pass: StageTwoPass) -> Any:
+        return count(superword_regex, stage_two_pass)
 
     return train_superwords(stage_one, count_pass, vocab_size, specials, progress=progress, verbose=verbose,
                             num_workers=num_workers, **options)

@@ -43,7 +43,6 @@ pre-token counts; `LocalCountingEngine` (worker processes on this machine) is th
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from collections import Counter
@@ -152,8 +151,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
                              num_workers: int | None = None, errors: str = "strict",
                              chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: bool | None = None,
                              engine: CountingEngine | None = None, stats: CountStats | None = None,
-                             pattern: str | None = None, convert: Convert | None = None, every: int = 1
-                             ) -> Counter[bytes]:
+                             pattern: str | None = None, convert: Convert | None = None) -> Counter[bytes]:
     """Pre-token counts of UTF-8 text files, read in chunks by `num_workers` processes (default: one per usable CPU).
 
     `num_workers=1` counts in this process, as does the default for less than `MIN_PARALLEL_BYTES` of input.
@@ -164,7 +162,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     (bytes processed) when stderr is a terminal. `engine` counts the chunks elsewhere (see the module docstring).
     `convert`, if given, maps each chunk's pre-token counts to what is summed instead, where the chunk is counted
     (in the workers: SuperBPE's stage 2 segments its pre-tokens there; pre-token counts or another `Tally`); it must
-    be picklable for Ray. `every=k` counts only one chunk in k (the first of each k), a sample.
+    be picklable for Ray.
 
     Memory is bounded by the chunk size and the table of distinct pre-tokens, not the file size (see the module
     docstring and `find_chunk_boundaries`). On Linux the workers are forked when no other thread runs, so a script
@@ -186,37 +184,34 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
             with open_binary(path) as file:
                 boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes, pattern=regex)
             tasks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
-    tasks = tasks[::_check_every(every)]
     if errors == "replace" and stats is not None:
         _find_replacements(tasks, stats)
     if engine is None:
         small = num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES
         engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
-    total = sum(end - start for _, start, end in tasks)
-    with progress_bar(progress, desc="counting pre-tokens", total=total, unit="B", unit_scale=True) as bar:
+    with progress_bar(progress, desc="counting pre-tokens", total=sum(sizes), unit="B", unit_scale=True) as bar:
         return engine.count(tasks, _converted(_FileTask(errors, regex), convert, specials), specials, bar)
 
 
 def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[str] = (), *,
                                 num_workers: int | None = None, progress: bool | None = None,
                                 engine: CountingEngine | None = None, pattern: str | None = None,
-                                convert: Convert | None = None, every: int = 1) -> Counter[bytes]:
+                                convert: Convert | None = None) -> Counter[bytes]:
     """Pre-token counts of an iterable of texts (e.g. a `datasets` column), counted in parallel in batches.
 
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
     counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `_batches`).
-    `engine` counts the batches elsewhere (see the module docstring); `convert` and `every` (one batch in k) as for
-    `count_pretokens_in_files`.
+    `engine` counts the batches elsewhere (see the module docstring); `convert` as for `count_pretokens_in_files`.
     Over a streaming dataset, most of the memory is
     `datasets`' own, whose pages the forked workers share (docs/benchmarks.md, "Streaming from a dataset").
     """
     check_num_workers(num_workers)
     specials = validate_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
-    total = len(texts) if isinstance(texts, Sized) and every == 1 else None
-    batches = itertools.islice(_batches(texts, specials, regex), 0, None, _check_every(every))
+    total = len(texts) if isinstance(texts, Sized) else None
+    batches = _batches(texts, specials, regex)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
         if engine is None:
             first = next(batches, _Batch())
@@ -369,12 +364,6 @@ def _find_replacements(tasks: list[tuple[str, int, int]], stats: CountStats) -> 
 
 
 # --- the tasks' helpers ---------------------------------------------------------------------------------------------
-
-
-def _check_every(every: int) -> int:
-    if every < 1:
-        raise ValueError(f"every must be at least 1, got {every}")
-    return every
 
 
 def _check_is_text(index: int, text: object) -> None:

@@ -12,9 +12,10 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 
 `train_superwords` runs the passes:
 
-1. **A sample.** The pairs of one chunk in `SAMPLE_EVERY`, to guess which pairs matter: the last merge will count
-   about a third of the n-th largest pair count, for n merges (`guess_last_count`), and the pairs counting a quarter
-   of that guess or more in the sample are kept whole (not cut) in the next pass.
+1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
+   corpus (`StageTwoPass.sampled`), to guess which pairs matter: the last merge will count about a third of the
+   n-th largest pair count, for n merges (`guess_last_count`), and the pairs counting an eighth of that guess or
+   more in the sample are kept whole (not cut) in the next pass.
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
    (the lemma of `cut_at_rare_pairs`). The merge loop then runs over the distinct parts down to the cut: its merges
@@ -59,93 +60,31 @@ from hf_bpe.train.superword_words import (
     segment_dtype,
     segmented_words,
 )
+from hf_bpe.train.tallies import PairTally, PartTally
 
-# The first pass counts the pairs of one counting task (a chunk of a file, a batch of texts) in this many.
+# The first pass counts the pairs of about one byte of the stage-2 pre-tokens in this many: windows of SAMPLE_WINDOW
+# bytes of the long ones, one in SAMPLE_EVERY, and one short pre-token in SAMPLE_EVERY (a document's text is sampled
+# throughout, so that pairs frequent in one part of the corpus only are seen too).
 SAMPLE_EVERY = 16
+SAMPLE_WINDOW = 1 << 8
 # A worker hands its tables to the parent once they hold this many distinct parts or pairs (tens of MB).
 HANDOVER_PARTS = 1 << 18
 HANDOVER_PAIRS = 1 << 21
 
 
-class PairTally:
-    """Counts of distinct pairs of stage-1 tokens: their codes (`left * base + right`, ascending: `distinct`) and
-    `totals` (int64). Tallies add up (`update`); what is added waits as sorted runs and is merged in when it holds
-    as many entries as the tally (a stable sort of a few sorted runs merges them in about linear time).
-
-    >>> tally = PairTally(np.array([3, 9]), np.array([1, 2]))
-    >>> tally.update(PairTally(np.array([1, 9]), np.array([5, 5])))
-    >>> tally.distinct.tolist(), tally.totals.tolist(), len(tally)
-    ([1, 3, 9], [5, 1, 7], 3)
-    """
-
-    def __init__(self, distinct: np.ndarray | None = None, totals: np.ndarray | None = None) -> None:
-        self._distinct = np.zeros(0, dtype=np.uint32) if distinct is None else distinct
-        self._totals = np.zeros(0, dtype=np.int64) if totals is None else totals.astype(np.int64, copy=False)
-        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
-        self._waiting = 0
-
-    def __len__(self) -> int:
-        """The number of entries held (distinct pairs, and those waiting to be merged in)."""
-        return len(self._distinct) + self._waiting
-
-    def update(self, other: PairTally) -> None:
-        for codes, totals in [(other._distinct, other._totals), *other._runs]:
-            if len(codes):
-                self._runs.append((codes, totals))
-                self._waiting += len(codes)
-        if self._waiting >= max(len(self._distinct), 1 << 16):
-            self._merge_runs()
-
-    @property
-    def distinct(self) -> np.ndarray:
-        self._merge_runs()
-        return self._distinct
-
-    @property
-    def totals(self) -> np.ndarray:
-        self._merge_runs()
-        return self._totals
-
-    def frequent(self, cut_below: int) -> np.ndarray:
-        """The codes of the pairs counting `cut_below` or more, ascending."""
-        return self.distinct[self.totals >= cut_below]
-
-    def most_outside(self, kept: np.ndarray) -> int:
-        """The largest count of a pair whose code is not in `kept` (ascending codes); 0 when there is none."""
-        distinct = self.distinct
-        if not len(kept):
-            return int(self._totals.max(initial=0))
-        at = np.minimum(np.searchsorted(kept, distinct), len(kept) - 1)
-        return int(self._totals[kept[at] != distinct].max(initial=0))
-
-    def _merge_runs(self) -> None:
-        if not self._runs:
-            return
-        codes = np.concatenate([self._distinct, *(codes for codes, _ in self._runs)])
-        totals = np.concatenate([self._totals, *(totals for _, totals in self._runs)])
-        self._runs, self._waiting = [], 0
-        order = np.argsort(codes, kind="stable")
-        codes, totals = codes[order], totals[order]
-        del order
-        starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-        self._distinct, self._totals = codes[starts], np.add.reduceat(totals, starts) if len(codes) else totals
-
-
 class StageTwoCounts:
-    """What a stage-2 pass counts (`StageTwoPass`): the distinct `parts` ({stage-1 ids packed in the segment dtype:
-    occurrences}) and the `pairs` of stage-1 tokens (`PairTally`). They add up like pre-token counts, in the counting
+    """What a stage-2 pass counts (`StageTwoPass`): the distinct `parts` of documents (`PartTally`: sequences of
+    stage-1 ids) and the `pairs` of stage-1 tokens (`PairTally`). They add up like pre-token counts, in the counting
     engines (`hf_bpe.train.piece_counter.add_counts`)."""
 
-    def __init__(self, parts: Counter[bytes] | None = None, pairs: PairTally | None = None) -> None:
-        self.parts: Counter[bytes] = Counter() if parts is None else parts
+    def __init__(self, parts: PartTally | None = None, pairs: PairTally | None = None) -> None:
+        self.parts = PartTally(np.uint16) if parts is None else parts
         self.pairs = PairTally() if pairs is None else pairs
 
     def __len__(self) -> int:
         return len(self.parts) + len(self.pairs)
 
     def update(self, other: StageTwoCounts) -> None:
-        if len(other.parts) > len(self.parts):
-            self.parts, other.parts = other.parts, self.parts
         self.parts.update(other.parts)
         self.pairs.update(other.pairs)
 
@@ -159,42 +98,62 @@ class StageTwoPass:
     """The counting workers' conversion of one task's stage-2 pre-token counts (`count_pretokens_in_files(...,
     convert=)`) into `StageTwoCounts`: the pairs of their stage-1 tokens, and with `cut`, their parts cut between
     two tokens wherever the pair's code is not in `kept` (ascending codes; None: cut nowhere, the pre-tokens whole).
-    Picklable, for Ray."""
+    With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`). Picklable, for Ray."""
 
-    def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None) -> None:
+    def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None, sample: int = 1
+                 ) -> None:
         self.tokenizer = tokenizer if isinstance(tokenizer, StageOneTokenizer) else StageOneTokenizer(
             tokenizer.vocab, tokenizer.merges)
-        self.cut, self.kept = cut, kept
+        self.cut, self.kept, self.sample = cut, kept, sample
+        self._seen = self._bytes_seen = 0  # occurrences and bytes sampled over so far (`sampled`)
         self.num_ids = max(self.tokenizer.vocab) + 1
         self.dtype = segment_dtype(self.num_ids)
 
+    def sampled(self, counts: Counter[bytes]) -> Counter[bytes]:
+        """About one byte in `sample` of the pre-tokens, in systematic samples over everything this pass has seen in
+        this process: of the pre-tokens of `SAMPLE_WINDOW` bytes or more, windows of that many bytes, one in
+        `sample` along their bytes taken end to end (so that the ends of pre-tokens, where a number follows, are
+        sampled as often as the rest); of the shorter ones, one occurrence in `sample` (a pre-token frequent across
+        the corpus is sampled in proportion, whichever tasks hold it). A window may cut a character or a token: the
+        sample only guesses.
+
+        >>> stage_two_pass = StageTwoPass(Tokenizer({i: bytes([i]) for i in range(256)}, []), sample=2)
+        >>> sample = stage_two_pass.sampled(Counter({b"x" * (3 * SAMPLE_WINDOW): 5, b"ab": 3, b"abc": 1}))
+        >>> {pretoken[:3]: count for pretoken, count in sample.items()}  # windows 0 and 2 of x's; 2 of 4 others
+        {b'xxx': 10, b'ab': 1, b'abc': 1}
+        """
+        sampled: Counter[bytes] = Counter()
+        step = SAMPLE_WINDOW * self.sample
+        for pretoken, count in counts.items():
+            if len(pretoken) >= SAMPLE_WINDOW:
+                for start in range(-self._bytes_seen % step, len(pretoken), step):
+                    sampled[pretoken[start:start + SAMPLE_WINDOW]] += count
+                self._bytes_seen += len(pretoken)
+                continue
+            taken = (self._seen + count) // self.sample - self._seen // self.sample
+            self._seen += count
+            if taken:
+                sampled[pretoken] += taken
+        return sampled
+
     def __call__(self, counts: Counter[bytes]) -> StageTwoCounts:
-        segmented = self.tokenizer.segment_counts(counts)
+        segmented = self.tokenizer.segment_counts(self.sampled(counts) if self.sample > 1 else counts)
         single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
         words = segmented_words(segmented, self.dtype, [None] * self.num_ids, single)
         del segmented
         pairs = PairCounts(words)
-        parts: Counter[bytes] = Counter()
-        if self.cut:
+        parts = PartTally(self.dtype)
+        if single is not None:
             if self.kept is not None:
                 words = cut_at_rare_pairs(words, pairs, self.kept, single)
-            parts = self._keys(words)
-            for token_id in np.flatnonzero(single).tolist():
-                parts[np.array([token_id], dtype=self.dtype).tobytes()] += int(single[token_id])
+            parts = PartTally.of_words(words)
+            parts.add_single(single)
         return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals))
 
-    def _keys(self, words: object) -> Counter[bytes]:
-        """The words of `segmented_words` or `cut_at_rare_pairs` (each once) as {packed ids: count}."""
-        data = words.data  # type: ignore[attr-defined]
-        packed = data.tobytes() if isinstance(data, np.ndarray) else b""
-        ends = (np.cumsum(words.lengths) * self.dtype.itemsize).tolist()  # type: ignore[attr-defined]
-        keys = [packed[start:end] for start, end in zip([0, *ends], ends)]
-        return Counter(dict(zip(keys, words.frequencies.tolist())))  # type: ignore[attr-defined]
 
-
-# Runs one counting pass over the corpus with the stage-2 pattern, each task's counts converted by the pass given,
-# over one task in `every` (1: all of them); returns the sum.
-CountPass = Callable[[StageTwoPass, int], StageTwoCounts]
+# Runs one counting pass over the corpus with the stage-2 pattern, each task's counts converted by the pass given;
+# returns the sum.
+CountPass = Callable[[StageTwoPass], StageTwoCounts]
 
 
 def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, vocab_size: int,
@@ -205,8 +164,8 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     `vocab_size` tokens with the special tokens, which take the last ids again; the corpus is read through
     `count_pass` (see the module docstring). `token_counts` (uint64, `vocab_size` entries) receives how often each id
     occurs in the final segmentation of the corpus's stage-2 pre-tokens."""
-    def count(stage_two_pass: StageTwoPass, every: int) -> StageTwoCounts:
-        counted = count_pass(stage_two_pass, every)
+    def count(stage_two_pass: StageTwoPass) -> StageTwoCounts:
+        counted = count_pass(stage_two_pass)
         return counted if isinstance(counted, StageTwoCounts) else StageTwoCounts()  # no text: an empty Counter
 
     start = time.perf_counter()
@@ -215,18 +174,19 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     tokenizer = stage_one_tokenizer(stage_one)
     kept = None
     if num_merges > 0:
-        sampled = count(StageTwoPass(tokenizer, cut=False), SAMPLE_EVERY).pairs
+        sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
         guess = guess_last_count(sampled.totals, num_merges)
-        kept = sampled.frequent(max(guess // 4, 1)) if guess > max(min_frequency, 1) else None
+        kept = sampled.frequent(max(guess // 2, 1)) if guess > max(min_frequency, 1) else None
         del sampled
-    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept), 1)
+    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept))
     pairs, parts = counted.pairs, counted.parts
     del counted
     distinct = len(parts)
-    cut = 0 if kept is None else max(guess_last_count(pairs.totals, num_merges), pairs.most_outside(kept) + 1)
+    guess = guess_last_count(pairs.totals, num_merges)  # now of the exact counts
+    cut = 0 if kept is None else max(guess, pairs.most_outside(kept) + 1)
     counting_seconds += time.perf_counter() - start
     if verbose:
-        _report_pass(f"{len(pairs.distinct):,} distinct pairs of stage-1 tokens, "
+        _report_pass(f"{len(pairs.keys):,} distinct pairs of stage-1 tokens, "
                      f"{'none' if kept is None else f'{len(kept):,}'} kept whole", len(parts), cut, start)
     merging_start = time.perf_counter()
     vocab, merges = dict(ordinary), list(stage_one[1])
@@ -240,10 +200,10 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         del parts
         if final or added == wanted:
             break
-        cut = max(cut // 4, min_frequency, 1)  # rarely needed: each lower cut is a pass over the corpus
+        # Down to the guess when the sample raised the cut above it, else lower: each is a pass over the corpus.
+        cut = max(guess if cut > guess else cut // 4, min_frequency, 1)
         again_start = time.perf_counter()
-        parts = count(StageTwoPass(tokenizer, cut=True, kept=pairs.frequent(cut) if cut > 1 else None), 1
-                           ).parts
+        parts = count(StageTwoPass(tokenizer, cut=True, kept=pairs.frequent(cut) if cut > 1 else None)).parts
         counting_seconds += time.perf_counter() - again_start
         if verbose:
             _report_pass(f"{added:,} merges at the cut before, too few", len(parts), cut, again_start)
@@ -268,22 +228,19 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
                              special_tokens: Sequence[str], **options: Any) -> tuple[Vocab, Merges]:
     """`train_superwords` on the stage-2 pre-token counts of a corpus, made already ({pre-token bytes: count}, as
     `count_pretokens(..., pattern="superword")` makes them); the options as `train_superwords` takes them."""
-    return train_superwords(stage_one, lambda stage_two_pass, every: stage_two_pass(Counter(counts)), vocab_size,
+    return train_superwords(stage_one, lambda stage_two_pass: stage_two_pass(Counter(counts)), vocab_size,
                             special_tokens, **options)
 
 
-def _merge_parts(parts: Counter[bytes], vocab: Vocab, merges: Merges, wanted: int, stage_one_size: int,
+def _merge_parts(parts: PartTally, vocab: Vocab, merges: Merges, wanted: int, stage_one_size: int,
                  progress: bool | None, *, token_counts: np.ndarray | None, min_frequency: int,
                  max_token_length: int | None, num_workers: int | None) -> int:
-    """Merge the distinct parts ({stage-1 ids packed: count}; stage 1 has `stage_one_size` ids) up to `wanted` merges
-    counting `min_frequency` or more, adding them to `vocab` and `merges` (in place); the number made. Right after
-    stage 1 the parts are the merge loop's words as they are; later, each is split as the tokenizer of `vocab` and
-    `merges` encodes it (the extension's start state)."""
-    dtype = segment_dtype(stage_one_size)
+    """Merge the distinct parts (of stage-1 ids; stage 1 has `stage_one_size` ids) up to `wanted` merges counting
+    `min_frequency` or more, adding them to `vocab` and `merges` (in place); the number made. Right after stage 1 the
+    parts are the merge loop's words as they are; later, each is split as the tokenizer of `vocab` and `merges`
+    encodes it (the extension's start state). The parts are used up."""
     if len(vocab) == stage_one_size:
-        token_bytes: list[bytes | None] = [vocab[token_id] for token_id in range(len(vocab))]
-        words = segmented_words(parts, dtype, token_bytes, token_counts)
-        parts.clear()
+        words = parts.words([vocab[token_id] for token_id in range(len(vocab))], token_counts)
         release_free_memory()
         id_merges = _merge(words, wanted, progress, token_counts=token_counts, min_frequency=min_frequency,
                            max_token_length=max_token_length)
@@ -293,9 +250,9 @@ def _merge_parts(parts: Counter[bytes], vocab: Vocab, merges: Merges, wanted: in
             vocab[new_id] = vocab[left] + vocab[right]
         return len(id_merges)
     stage_one_bytes = [vocab[token_id] for token_id in range(stage_one_size)]
-    texts = Counter({b"".join(map(stage_one_bytes.__getitem__, np.frombuffer(key, dtype).tolist())): count
-                     for key, count in parts.items()})
-    parts.clear()
+    texts = Counter({b"".join(map(stage_one_bytes.__getitem__, part.tolist())): count
+                     for part, count in parts.items()})
+    parts.by_length.clear()
     base = Tokenizer(dict(vocab), list(merges))
     before = len(merges)
     extended_vocab, extended_merges = _extend(base, texts, len(vocab) + wanted, progress, False, 0.0, min_frequency,
@@ -305,5 +262,5 @@ def _merge_parts(parts: Counter[bytes], vocab: Vocab, merges: Merges, wanted: in
     return len(merges) - before
 
 
-__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "SAMPLE_EVERY", "CountPass", "PairTally", "StageTwoCounts",
+__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "SAMPLE_EVERY", "SAMPLE_WINDOW", "CountPass", "StageTwoCounts",
            "StageTwoPass", "continue_with_superwords", "train_superwords"]

@@ -1,0 +1,183 @@
+"""Tables of counts in numpy that add up like Counters, for what counting workers send back besides pre-token
+counts (`hf_bpe.train.piece_counter.Tally`): SuperBPE's stage-2 pair counts and distinct parts
+(`hf_bpe.train.superword_passes`).
+
+A Counter costs about 100 bytes an entry; these cost their key's bytes and 8 for the count: the parts of a corpus's
+documents outnumber its distinct pre-tokens, so this is what keeps stage 2 near plain training's memory.
+
+`KeyCounts` counts distinct keys of one numpy dtype. What is added to it waits as runs, and is sorted in (one stable
+sort, the counts of equal keys summed) once the runs hold as many entries as the table: so adding n entries costs
+O(n log n) in all, however they arrive. Keys sort as numpy sorts their dtype (bytewise for the void dtype of parts).
+
+Not handled: counts past 2**63 (int64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from hf_bpe.train.merge_loop import _Words
+
+
+class KeyCounts:
+    """Counts of distinct numpy keys: `keys` (ascending) and `totals` (int64).
+
+    >>> tally = KeyCounts(np.array([3, 9]), np.array([1, 2]))
+    >>> tally.update(KeyCounts(np.array([9, 1]), np.array([5, 5])))
+    >>> tally.keys.tolist(), tally.totals.tolist(), len(tally)
+    ([1, 3, 9], [5, 1, 7], 3)
+    """
+
+    def __init__(self, keys: np.ndarray | None = None, totals: np.ndarray | None = None) -> None:
+        self._keys = np.zeros(0, dtype=np.uint32) if keys is None else keys
+        self._totals = np.zeros(0, dtype=np.int64) if totals is None else totals.astype(np.int64, copy=False)
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = [] if keys is None else [(self._keys, self._totals)]
+        self._waiting = len(self._keys)  # given keys need not be distinct nor sorted: they are a run
+        self._keys, self._totals = self._keys[:0], self._totals[:0]
+
+    def __len__(self) -> int:
+        """The number of entries held (distinct keys, and those waiting to be sorted in)."""
+        return len(self._keys) + self._waiting
+
+    def update(self, other: KeyCounts) -> None:
+        for keys, totals in [(other._keys, other._totals), *other._runs]:
+            if len(keys):
+                self._runs.append((keys, totals))
+                self._waiting += len(keys)
+        if self._waiting >= max(len(self._keys), 1 << 16):
+            self._sort_in()
+
+    @property
+    def keys(self) -> np.ndarray:
+        self._sort_in()
+        return self._keys
+
+    @property
+    def totals(self) -> np.ndarray:
+        self._sort_in()
+        return self._totals
+
+    def _sort_in(self) -> None:
+        if not self._runs:
+            return
+        keys = np.concatenate([self._keys, *(keys for keys, _ in self._runs)])
+        totals = np.concatenate([self._totals, *(totals for _, totals in self._runs)])
+        self._runs, self._waiting = [], 0
+        order = np.argsort(keys, kind="stable")  # timsort: a sorted table and a few runs merge in about linear time
+        keys, totals = keys[order], totals[order]
+        del order
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.zeros(0, int)
+        self._keys, self._totals = keys[starts], np.add.reduceat(totals, starts) if len(keys) else totals
+
+
+class PairTally(KeyCounts):
+    """Counts of distinct pairs of token ids: their codes (`left * base + right`) as keys.
+
+    >>> tally = PairTally(np.array([3, 9, 12]), np.array([1, 2, 40]))
+    >>> tally.frequent(2).tolist(), tally.most_outside(np.array([12])), tally.most_outside(np.array([3, 9, 12]))
+    ([9, 12], 2, 0)
+    """
+
+    def frequent(self, cut_below: int) -> np.ndarray:
+        """The codes of the pairs counting `cut_below` or more, ascending."""
+        return self.keys[self.totals >= cut_below]
+
+    def most_outside(self, kept: np.ndarray) -> int:
+        """The largest count of a pair whose code is not in `kept` (ascending codes); 0 when there is none."""
+        keys = self.keys
+        if not len(kept):
+            return int(self._totals.max(initial=0))
+        at = np.minimum(np.searchsorted(kept, keys), len(kept) - 1)
+        return int(self._totals[kept[at] != keys].max(initial=0))
+
+
+class PartTally:
+    """Counts of distinct sequences of ids packed in `dtype` (the parts of stage-2 pre-tokens), by length: a
+    `KeyCounts` per length whose keys are the sequences' bytes (a void dtype).
+
+    >>> words = _Words(np.array([5, 6, 7, 5, 6, 5, 6], np.uint16), np.array([3, 2, 2]), np.array([1, 2, 4]), 3, [])
+    >>> tally = PartTally.of_words(words)
+    >>> tally.add_single(np.array([0, 3, 0], np.uint64))
+    >>> [(part.tolist(), count) for part, count in tally.items()], len(tally)  # len: once the runs are sorted in
+    ([([1], 3), ([5, 6], 6), ([5, 6, 7], 1)], 3)
+    """
+
+    def __init__(self, dtype: np.dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.by_length: dict[int, KeyCounts] = {}
+
+    @classmethod
+    def of_words(cls, words: _Words) -> PartTally:
+        """The words of a `_Words` (data an array of ids) as parts, equal ones counted together."""
+        tally = cls(words.data.dtype if isinstance(words.data, np.ndarray) else np.dtype(np.uint8))
+        lengths = words.lengths
+        if not len(lengths):
+            return tally
+        data = np.asarray(words.data) if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        order = np.argsort(lengths, kind="stable")
+        bounds = np.flatnonzero(np.diff(lengths[order])) + 1
+        for group in np.split(order, bounds):
+            length = int(lengths[group[0]])
+            rows = data[starts[group][:, None] + np.arange(length)]
+            tally._add(length, rows, words.frequencies[group])
+        return tally
+
+    def add_single(self, counts: np.ndarray) -> None:
+        """Add the one-id parts: `counts[id]` of each id."""
+        ids = np.flatnonzero(counts)
+        if len(ids):
+            self._add(1, ids.astype(self.dtype)[:, None], counts[ids].astype(np.int64))
+
+    def _add(self, length: int, rows: np.ndarray, counts: np.ndarray) -> None:
+        keys = np.ascontiguousarray(rows, dtype=self.dtype).view(np.dtype((np.void, length * self.dtype.itemsize)))
+        self.update_length(length, KeyCounts(keys.ravel(), counts))
+
+    def update_length(self, length: int, counts: KeyCounts) -> None:
+        if length in self.by_length:
+            self.by_length[length].update(counts)
+        else:
+            self.by_length[length] = counts
+
+    def __len__(self) -> int:
+        return sum(map(len, self.by_length.values()))
+
+    def update(self, other: PartTally) -> None:
+        if not self.by_length:
+            self.dtype = other.dtype
+        for length, counts in other.by_length.items():
+            self.update_length(length, counts)
+
+    def rows(self, length: int) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct parts of `length` ids (a 2-D array, a part a row) and their counts."""
+        counts = self.by_length[length]
+        return counts.keys.view(self.dtype).reshape(-1, length), counts.totals
+
+    def items(self) -> Iterator[tuple[np.ndarray, int]]:
+        """Each distinct part and its count, by length (plainly, for tests and small tallies)."""
+        for length in sorted(self.by_length):
+            rows, totals = self.rows(length)
+            yield from zip(rows, totals.tolist())
+
+    def words(self, token_bytes: list[bytes | None], token_counts: np.ndarray | None = None) -> _Words:
+        """The merge loop's start state: the parts of two ids or more as words (in `dtype`), their counts; the
+        one-id parts' counts go to `token_counts`. The tally is emptied, a length at a time."""
+        data, lengths, frequencies = [np.zeros(0, dtype=self.dtype)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        distinct = len(self)
+        for length in sorted(self.by_length):
+            rows, totals = self.rows(length)
+            del self.by_length[length]
+            if length == 1:
+                if token_counts is not None:
+                    np.add.at(token_counts, rows[:, 0], totals.astype(np.uint64))
+                continue
+            data.append(rows.ravel())
+            lengths.append(np.full(len(rows), length, dtype=np.int64))
+            frequencies.append(totals)
+        return _Words(np.concatenate(data), np.concatenate(lengths), np.concatenate(frequencies), distinct,
+                      token_bytes)
+
+
+__all__ = ["KeyCounts", "PairTally", "PartTally"]

@@ -1,0 +1,98 @@
+"""Tests for hf_bpe.train.tallies: the numpy tables of counts add up as Counters do, however the entries arrive, and
+a counting worker hands them over once they are full (hf_bpe.train.piece_counter.PieceCounter.ready)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bpe.train.merge_loop import _Words
+from hf_bpe.train.piece_counter import PieceCounter, add_counts
+from hf_bpe.train.superword_passes import StageTwoCounts
+from hf_bpe.train.tallies import KeyCounts, PairTally, PartTally
+
+runs = st.lists(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 9)), max_size=20), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=runs)
+def test_key_counts_add_up_as_a_counter(runs: list[list[tuple[int, int]]]) -> None:
+    expected: Counter[int] = Counter()
+    tally = KeyCounts()
+    for run in runs:
+        for key, count in run:
+            expected[key] += count
+        keys = np.array([key for key, _ in run], dtype=np.int64)
+        tally.update(KeyCounts(keys, np.array([count for _, count in run], dtype=np.int64)))
+    assert len(tally) >= len(expected)
+    assert dict(zip(tally.keys.tolist(), tally.totals.tolist())) == expected
+    assert tally.keys.tolist() == sorted(expected) and len(tally) == len(expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(runs=runs, cut=st.integers(1, 30), kept=st.sets(st.integers(0, 50)))
+def test_pair_tallies_find_frequent_pairs_and_the_most_frequent_left_out(runs: list[list[tuple[int, int]]],
+                                                                         cut: int, kept: set[int]) -> None:
+    expected: Counter[int] = Counter()
+    tally = PairTally()
+    for run in runs:
+        expected.update({key: 0 for key, _ in run})
+        for key, count in run:
+            expected[key] += count
+        tally.update(PairTally(np.array([key for key, _ in run], dtype=np.int64),
+                               np.array([count for _, count in run], dtype=np.int64)))
+    assert tally.frequent(cut).tolist() == sorted(key for key, count in expected.items() if count >= cut)
+    left_out = [count for key, count in expected.items() if key not in kept]
+    assert tally.most_outside(np.array(sorted(kept), dtype=np.int64)) == max(left_out, default=0)
+
+
+parts = st.lists(st.tuples(st.lists(st.integers(0, 70000), min_size=1, max_size=7), st.integers(1, 5)), max_size=15)
+
+
+@settings(max_examples=100, deadline=None)
+@given(groups=st.lists(parts, max_size=5), dtype=st.sampled_from([np.uint16, np.uint32]))
+def test_part_tallies_add_up_as_a_counter_of_sequences(groups: list[list[tuple[list[int], int]]],
+                                                       dtype: type) -> None:
+    expected: Counter[tuple[int, ...]] = Counter()
+    total: object = Counter()  # as the counting engines start
+    for group in groups:
+        group = [([token % (1 << 16) if dtype is np.uint16 else token for token in part], count)
+                 for part, count in group]
+        several = [(part, count) for part, count in group if len(part) > 1]
+        words = _Words(np.array([token for part, _ in several for token in part], dtype=dtype),
+                       np.array([len(part) for part, _ in several], dtype=np.int64),
+                       np.array([count for _, count in several], dtype=np.int64), len(several), [])
+        tally = PartTally.of_words(words)
+        single = np.zeros(1 << 17, dtype=np.uint64)
+        for part, count in group:
+            expected[tuple(part)] += count
+            if len(part) == 1:
+                single[part[0]] += count
+        tally.add_single(single)
+        total = add_counts(total, StageTwoCounts(tally))  # type: ignore[arg-type]
+    found = {} if isinstance(total, Counter) else {tuple(part.tolist()): count
+                                                    for part, count in total.parts.items()}
+    assert found == expected
+    if not isinstance(total, Counter):
+        token_counts = np.zeros(1 << 17, dtype=np.uint64)
+        words = total.parts.words([], token_counts)
+        ends = np.cumsum(words.lengths).tolist()
+        merged = {tuple(words.data[end - length:end].tolist()): count
+                  for end, length, count in zip(ends, words.lengths.tolist(), words.frequencies.tolist())}
+        merged.update({(token,): int(token_counts[token]) for token in np.flatnonzero(token_counts).tolist()})
+        assert merged == expected
+
+
+def test_a_worker_hands_a_tally_over_once_it_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = PieceCounter()
+    assert not counter.ready()
+    counter.pretokens = StageTwoCounts(pairs=PairTally(np.arange(10), np.ones(10, dtype=np.int64)))
+    monkeypatch.setattr("hf_bpe.train.superword_passes.HANDOVER_PAIRS", 11)
+    assert not counter.ready()  # pre-token counts would go at once; a tally waits
+    monkeypatch.setattr("hf_bpe.train.superword_passes.HANDOVER_PAIRS", 10)
+    assert counter.ready()
+    assert isinstance(counter.pretoken_counts(), StageTwoCounts) and not counter.ready()
