@@ -327,7 +327,7 @@ def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, spe
     ]
     pattern = _pattern_of(info, tokenizer)
     rows.insert(4, ("Pre-tokenization pattern", pattern))
-    stages = _superword_stages(info)
+    stages = _superword_stages(info, tokenizer)
     if stages:
         rows.insert(5, ("SuperBPE stages", stages))
     table = "\n".join(f"| {name} | {_table_cell(value)} |" for name, value in rows)
@@ -345,22 +345,42 @@ def _pattern_of(info: dict[str, Any], tokenizer: Any) -> str:
     return describe_pattern(resolve_pattern(recorded) if isinstance(recorded, str) else tokenizer.pattern)
 
 
-def _superword_stages(info: dict[str, Any]) -> str:
-    """Which ids each SuperBPE stage made, from the training record's `superword` entry ('' without one).
+def _superword_stages(info: dict[str, Any], tokenizer: Any = None) -> str:
+    """Which ids each SuperBPE stage made, from the training record's `superword` entry ('' without one). With
+    `extends` too (superwords on a base's first tokens: `hf-bpe train --extend BASE --superword-from N`), stage 2
+    made the `tokenizer`'s tokens of the merges after the base's kept ones.
 
     >>> _superword_stages({"superword": {"from": 1000, "stage_1_pattern": "gpt2", "stage_1_merges": 743},
     ...                    "vocab_size": 1200, "special_tokens": ["<|endoftext|>"]})  # doctest: +ELLIPSIS
     'ids 256-998: stage 1 (subwords, `gpt2` pattern, up to 1,000 tokens); ids 999-1,198: stage 2 (superwords, ...'
+    >>> from hf_bpe import Tokenizer
+    >>> _superword_stages({"superword": {"from": 257, "stage_1_pattern": "gpt2", "stage_1_merges": 1},
+    ...                    "extends": {"base": "base", "vocab_size": 258, "merges": 1}}, Tokenizer(
+    ...     {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"ab "}, [(b"a", b"b"), (b"ab", b" ")]))
+    ...     # doctest: +ELLIPSIS
+    'stage 1: the first 257 tokens of `base` (... first 1 merges and special tokens; ids 0-256, ...); ids 257-257: ...'
     """
     superword = info.get("superword")
     if not isinstance(superword, dict) or not isinstance(superword.get("stage_1_merges"), int):
         return ""
-    end_of_one = 256 + superword["stage_1_merges"]
-    end = info.get("vocab_size", 0) - len(info.get("special_tokens") or [])
-    stage_two = (f"ids {end_of_one:,}-{end - 1:,}: stage 2 (superwords, which may bridge spaces, "
-                 f"`{info.get('pattern', 'superword')}` pattern)") if end > end_of_one else "no stage-2 tokens"
-    return (f"ids 256-{end_of_one - 1:,}: stage 1 (subwords, `{superword.get('stage_1_pattern')}` pattern, up to "
-            f"{superword.get('from', 0):,} tokens); {stage_two}")
+    merges, extends = superword["stage_1_merges"], info.get("extends")
+    if isinstance(extends, dict) and tokenizer is not None:
+        from hf_bpe.evaluation.token_counts import new_token_ids
+
+        new_ids = new_token_ids(tokenizer.vocab, tokenizer.merges, extends["merges"])
+        stage_two = range(min(new_ids), max(new_ids) + 1) if new_ids else range(0)
+        where = ("every id as it is there" if superword.get("from") == extends.get("vocab_size")
+                 else f"ids 0-{255 + merges:,}, the special tokens last")
+        stage_one = (f"stage 1: the first {superword.get('from', 0):,} tokens of `{extends.get('base')}` (subwords, "
+                     f"`{superword.get('stage_1_pattern')}` pattern: its bytes, first {merges:,} merges and special "
+                     f"tokens; {where})")
+    else:
+        stage_two = range(256 + merges, info.get("vocab_size", 0) - len(info.get("special_tokens") or []))
+        stage_one = (f"ids 256-{255 + merges:,}: stage 1 (subwords, `{superword.get('stage_1_pattern')}` pattern, up "
+                     f"to {superword.get('from', 0):,} tokens)")
+    return f"{stage_one}; " + (f"ids {stage_two.start:,}-{stage_two.stop - 1:,}: stage 2 (superwords, which may "
+                               f"bridge spaces, `{info.get('pattern', 'superword')}` pattern)" if stage_two
+                               else "no stage-2 tokens")
 
 
 def _describe_dataset(dataset: dict[str, Any]) -> str:

@@ -235,18 +235,25 @@ def reference_superword_train(texts: Sequence[str], vocab_size: int, transition:
     _, merges = reference_train(texts, transition, special_tokens, pattern)
     base = {byte: bytes([byte]) for byte in range(256)} | {256 + rank: left + right
                                                            for rank, (left, right) in enumerate(merges)}
-    if superword_pattern is None:
-        documents = reference_counts(texts, special_tokens, r"[\s\S]+")  # each document whole
-        counts: Counter[bytes] = Counter()
-        for document, count in documents.items():
-            for pretoken in reference_superword_pretokenize(document.decode("utf-8")):
-                counts[pretoken.encode("utf-8")] += count
-    else:
-        counts = reference_counts(texts, special_tokens, superword_pattern)
+    counts = reference_superword_counts(texts, special_tokens, superword_pattern)
     vocab, merges = reference_extend_from_counts(counts, base, merges, vocab_size - len(special_tokens))
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     return vocab, merges
+
+
+def reference_superword_counts(texts: Iterable[str], special_tokens: Sequence[str] = (),
+                               superword_pattern: str | None = None) -> Counter[bytes]:
+    """Stage-2 pre-token counts: the texts split at the special tokens and cut with `superword_pattern` (None:
+    `reference_superword_pretokenize`, SuperBPE's published pre-tokenization)."""
+    if superword_pattern is not None:
+        return reference_counts(texts, special_tokens, superword_pattern)
+    documents = reference_counts(texts, special_tokens, r"[\s\S]+")  # each document whole
+    counts: Counter[bytes] = Counter()
+    for document, count in documents.items():
+        for pretoken in reference_superword_pretokenize(document.decode("utf-8")):
+            counts[pretoken.encode("utf-8")] += count
+    return counts
 
 
 def reference_parity_train(sources: Mapping[str, Mapping[bytes, int]], vocab_size: int,
@@ -405,3 +412,41 @@ def _merge_all(words: Mapping[tuple[bytes, ...], int], pair: tuple[bytes, bytes]
     for word, count in words.items():
         merged[merge_word(word, pair)] += count
     return dict(merged)
+
+
+def reference_superword_extend(texts: Sequence[str], base_vocab: Mapping[int, bytes],
+                               base_merges: Sequence[tuple[bytes, bytes]], base_specials: Sequence[str], keep: int,
+                               vocab_size: int, superword_pattern: str | None = None
+                               ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """SuperBPE's stage 2 on top of an existing tokenizer, by brute force: the base (its vocab, special tokens
+    included, its merges and its special tokens) keeps its first `keep` tokens, counted as `vocab_size` counts them
+    (the 256 bytes, its first `keep - 256 - len(base_specials)` merges and its special tokens), and training goes on
+    from those merges (`reference_extend_from_counts`) on the texts cut as stage 2 cuts them
+    (`reference_superword_counts`) until the vocab has `vocab_size` tokens.
+
+    The ids: with `keep` the base's size, the base's (the new tokens after its largest id). Otherwise as SuperBPE
+    trained from scratch lays them out: the bytes at 0-255 (in the order of their ids in the base), the kept merges'
+    tokens at 256 + rank, the new merges' tokens, then the special tokens in the base's order.
+
+    >>> base = {byte: bytes([byte]) for byte in range(256)} | {256: b"<s>", 257: b"ab", 258: b"abc"}
+    >>> merges = [(b"a", b"b"), (b"ab", b"c")]
+    >>> vocab, _ = reference_superword_extend(["ab ab ab"], base, merges, ["<s>"], 259, 261)
+    >>> vocab[256], vocab[259], vocab[260]
+    (b'<s>', b'ab ', b'ab ab ')
+    >>> vocab, _ = reference_superword_extend(["ab ab ab"], base, merges, ["<s>"], 258, 259)
+    >>> vocab[256], vocab[257], vocab[258]
+    (b'ab', b'ab ', b'<s>')
+    """
+    if not 256 + len(base_specials) <= keep <= len(base_vocab):
+        raise ValueError(f"keep {keep} must be from {256 + len(base_specials)} to the base's size, {len(base_vocab)}")
+    counts = reference_superword_counts(texts, base_specials, superword_pattern)
+    if keep == len(base_vocab):
+        return reference_extend_from_counts(counts, base_vocab, base_merges, vocab_size)
+    merges = list(base_merges[:keep - 256 - len(base_specials)])
+    byte_ids = sorted(token_id for token_id, token in base_vocab.items() if len(token) == 1)
+    vocab = {new_id: base_vocab[token_id] for new_id, token_id in enumerate(byte_ids)}
+    vocab |= {256 + rank: left + right for rank, (left, right) in enumerate(merges)}
+    vocab, merges = reference_extend_from_counts(counts, vocab, merges, vocab_size - len(base_specials))
+    for token in base_specials:
+        vocab[len(vocab)] = token.encode("utf-8")
+    return vocab, merges

@@ -18,7 +18,9 @@ The interface, for continuing from any stage (SuperBPE's stage 2 is `extend_bpe(
   (`load_base`); `vocab_size` is the final size, special tokens included; each returns `(vocab, merges)`: the base's
   vocab plus the new ids, the base's merges followed by the new ones. Save them with the base's special tokens and
   the pattern trained with (`hf_bpe.save_tokenizer_directory(..., base.special_tokens, pattern=...)`).
-- `min_frequency` and `max_token_length` as `hf_bpe.train_bpe` takes them.
+- `min_frequency` and `max_token_length` as `hf_bpe.train_bpe` takes them;
+- `superword_from=N` and `superword_pattern` (`extend_bpe`, `extend_bpe_from_iterator`): SuperBPE's superwords on top
+  of the base's first N tokens instead (`hf_bpe.train.superword_extend`).
 
 >>> from hf_bpe import Tokenizer
 >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"lo", 257: b"<|endoftext|>"}, [(b"l", b"o")],
@@ -35,8 +37,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,11 +51,14 @@ from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
-from hf_bpe.train.count import count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.local_engine import check_num_workers
 from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
 from hf_bpe.train.pair_runs import PairRuns, pair_shift, sorted_pair_runs
 from hf_bpe.train.superword_words import segment_dtype
+
+if TYPE_CHECKING:
+    from hf_bpe.train.superword_extend import SuperwordsOnBase
 
 # The distinct pre-tokens are split into base tokens this many bytes at a time (one numpy batch of the encoder each: a
 # MB or two of its temporary arrays). Counted in bytes, not pre-tokens, the batches take about as long each, short
@@ -92,39 +98,78 @@ def load_base(base: Tokenizer | PathArg) -> Tokenizer:
 def extend_bpe(base: Tokenizer | PathArg, input_path: PathArg | Sequence[PathArg], vocab_size: int, *,
                num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
                verbose: bool = False, engine: str = "local", ray_address: str | None = None,
-               pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
-               ) -> tuple[Vocab, Merges]:
+               pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None,
+               superword_from: int | None = None, superword_pattern: str | None = None) -> tuple[Vocab, Merges]:
     """Continue training `base` on UTF-8 text files, up to `vocab_size` tokens in all; the options as `train_bpe`
     takes them. The corpus is cut at the base's special tokens and pre-tokenized with the base's pattern, or with
     `pattern` when given (then save the result with it). Returns the base's vocab and merges with the new ones.
 
+    `superword_from=N` learns SuperBPE's superwords on top of the base's first N tokens instead (counted as
+    `vocab_size` counts them; N = the base's size keeps every base id), on the corpus cut with `superword_pattern`
+    (None: SuperBPE's published one); save the result with the superword pattern (`hf_bpe.train.superword_extend`).
+
     >>> vocab, merges = extend_bpe("gpt2-dir", "new_language.txt", 50257 + 8000)  # doctest: +SKIP
+    >>> vocab, merges = extend_bpe("gpt2-dir", "corpus.txt", 60000, superword_from=50257)  # doctest: +SKIP
     """
     base = load_base(base)
-    vocab_size = check_vocab_size(vocab_size, len(base.vocab))
+    vocab_size = check_vocab_size(vocab_size, len(base.vocab) if superword_from is None else 0)
+    superwords = _superwords_on_base(base, superword_from, superword_pattern, vocab_size, pattern)
     check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(base.pattern if pattern is None else pattern)
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
-    start = time.perf_counter()
-    counts = count_pretokens_in_files(paths, list(base.special_tokens), num_workers=num_workers, errors=errors,
-                                      progress=progress, engine=engine_used, pattern=regex)
-    return _extend(base, counts, vocab_size, progress, verbose, time.perf_counter() - start, min_frequency,
-                   max_token_length, num_workers=num_workers)
+
+    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
+        return count_pretokens_in_files(paths, list(base.special_tokens), num_workers=num_workers, errors=errors,
+                                        progress=progress, engine=engine_used, pattern=regex, convert=convert)
+
+    return _count_and_extend(base, count, regex, superwords, vocab_size, progress, verbose, min_frequency,
+                             max_token_length, num_workers)
 
 
 def extend_bpe_from_iterator(base: Tokenizer | PathArg, texts: Iterable[str], vocab_size: int, *,
                              num_workers: int | None = None, progress: bool | None = None, verbose: bool = False,
-                             pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None
+                             pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None,
+                             superword_from: int | None = None, superword_pattern: str | None = None
                              ) -> tuple[Vocab, Merges]:
-    """Continue training `base` on an iterable of texts (each a document), as `extend_bpe`."""
+    """Continue training `base` on an iterable of texts (each a document), as `extend_bpe` (with `superword_from`,
+    the texts are counted in several passes: a list or a dataset column, not an iterator)."""
     base = load_base(base)
-    vocab_size = check_vocab_size(vocab_size, len(base.vocab))
+    vocab_size = check_vocab_size(vocab_size, len(base.vocab) if superword_from is None else 0)
+    superwords = _superwords_on_base(base, superword_from, superword_pattern, vocab_size, pattern)
     check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(base.pattern if pattern is None else pattern)
+    if superwords is not None and iter(texts) is texts:
+        raise TypeError("superwords count the texts several times: give a list or a dataset column, not an iterator")
+
+    def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
+        return count_pretokens_in_iterator(texts, list(base.special_tokens), num_workers=num_workers,
+                                           progress=progress, pattern=regex, convert=convert)
+
+    return _count_and_extend(base, count, regex, superwords, vocab_size, progress, verbose, min_frequency,
+                             max_token_length, num_workers)
+
+
+def _superwords_on_base(base: Tokenizer, superword_from: int | None, superword_pattern: str | None,
+                        vocab_size: int, pattern: str | None) -> SuperwordsOnBase | None:
+    """`superword_extend.check_superwords_on_base`, imported when called: its stage 2 imports this module."""
+    from hf_bpe.train.superword_extend import check_superwords_on_base
+
+    return check_superwords_on_base(base, superword_from, superword_pattern, vocab_size, pattern)
+
+
+def _count_and_extend(base: Tokenizer, count: Callable[[str, Convert | None], Mapping[bytes, int]], regex: str,
+                      superwords: SuperwordsOnBase | None, vocab_size: int, progress: bool | None, verbose: bool,
+                      min_frequency: int, max_token_length: int | None, num_workers: int | None
+                      ) -> tuple[Vocab, Merges]:
+    """Count with `regex` (`count(regex, convert)`) and continue; with `superwords`, learn them instead, in counting
+    passes with the stage-2 pattern."""
+    if superwords is not None:
+        return superwords.train(lambda stage_two_pass: count(superwords.regex, stage_two_pass),
+                                vocab_size, progress=progress, verbose=verbose, min_frequency=min_frequency,
+                                max_token_length=max_token_length, num_workers=num_workers)
     start = time.perf_counter()
-    counts = count_pretokens_in_iterator(texts, list(base.special_tokens), num_workers=num_workers,
-                                         progress=progress, pattern=regex)
+    counts = count(regex, None)
     return _extend(base, counts, vocab_size, progress, verbose, time.perf_counter() - start, min_frequency,
                    max_token_length, num_workers=num_workers)
 

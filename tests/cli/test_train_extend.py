@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,19 +114,29 @@ def test_extend_from_a_saved_directory_and_trainer_options(tmp_path) -> None:
     assert sorted(set(vocab) - set(base_vocab)) == list(range(400, 400 + len(new_tokens)))
 
 
-def test_extend_a_converted_tiktoken_file(tmp_path) -> None:
-    """A tiktoken file converted by `hf-bpe convert` (pre-tokens that are tokens are looked up whole, as tiktoken
-    does, and some tokens no merge reaches) is a BASE: the loaders agree, and give the training segmentation."""
+# The tokens of a small tiktoken file: b"xyz" and b" xyz" are made by no merge (no "xy" nor "yz" token).
+RANK_FILE_TOKENS = [bytes([byte]) for byte in range(256)] + [b"th", b" th", b"the", b" the", b"xyz", b" xyz", b"er"]
+
+
+def converted_rank_file(tmp_path: Path) -> Path:
+    """A tiktoken file of RANK_FILE_TOKENS with `<|endoftext|>` at 300, converted by a real `hf-bpe convert`."""
     import base64
 
-    tokens = [bytes([byte]) for byte in range(256)] + [b"th", b" th", b"the", b" the", b"xyz", b" xyz", b"er"]
     rank_file = tmp_path / "small.tiktoken"
-    rank_file.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n" for rank, token in enumerate(tokens)))
+    rank_file.write_text("".join(f"{base64.b64encode(token).decode()} {rank}\n"
+                                 for rank, token in enumerate(RANK_FILE_TOKENS)))
     base = tmp_path / "base"
     converted = subprocess.run([sys.executable, "-m", "hf_bpe.cli", "convert", str(rank_file), "--pattern", "gpt2",
                                 "--special-token", f"{EOT}=300", "--out", str(base)], capture_output=True, text=True,
                                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}, timeout=300)
     assert converted.returncode == 0, converted.stderr
+    return base
+
+
+def test_extend_a_converted_tiktoken_file(tmp_path) -> None:
+    """A tiktoken file converted by `hf-bpe convert` (pre-tokens that are tokens are looked up whole, as tiktoken
+    does, and some tokens no merge reaches) is a BASE: the loaders agree, and give the training segmentation."""
+    base = converted_rank_file(tmp_path)
     corpus = tmp_path / "corpus.txt"
     documents = ["the xyz other xyz thermal xyzzy " * 3, "ther xyz the\nxyz", "thethe xyzxyz"]
     corpus.write_text(EOT.join(documents * 4), encoding="utf-8")
@@ -133,7 +144,8 @@ def test_extend_a_converted_tiktoken_file(tmp_path) -> None:
     result = run(str(corpus), "--extend", str(base), "--vocab-size", "290", "--out", str(out), "--no-progress")
     assert result.returncode == 0, result.stderr
     vocab, _ = load_gpt2(out / "vocab.json", out / "merges.txt")
-    assert min(set(vocab) - set(range(len(tokens))) - {300}) == 301  # after the largest id, the special token's
+    # After the largest id, the special token's.
+    assert min(set(vocab) - set(range(len(RANK_FILE_TOKENS))) - {300}) == 301
     ids = ids_in_loaders(LOADERS, out, [EOT], documents, tmp_path)
     for name, got in ids.items():
         assert got == ids["tokenizers"], f"{name} differs from tokenizers"
@@ -141,3 +153,19 @@ def test_extend_a_converted_tiktoken_file(tmp_path) -> None:
     encoded = np.bincount(np.concatenate([np.array(document_ids, dtype=np.int64) for document_ids in ids["auto"]]),
                           minlength=len(trained)) * 4
     assert encoded.tolist() == trained.tolist()
+
+
+def test_extend_a_rank_file_named_as_a_baseline(tmp_path) -> None:
+    """--extend cl100k=PATH reads the rank file as hf_bpe's tokenizer (its ranks as ids, tiktoken's pattern and
+    special tokens): every cl100k id is kept, the new tokens after its largest special token's id."""
+    from tests.formats.test_tiktoken_files import CL100K_SPECIALS, cl100k_file
+
+    out = tmp_path / "extended"
+    result = run(str(FIXTURES / "german.txt"), "--extend", f"cl100k={cl100k_file()}", "--vocab-size", "100271",
+                 "--out", str(out), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    vocab, merges = load_gpt2(out / "vocab.json", out / "merges.txt")
+    assert len(merges) == 100010 and sorted(set(vocab) - set(range(100256)) - set(CL100K_SPECIALS.values())) == list(
+        range(100277, 100287))
+    info = json.loads((out / "hf_bpe_training.json").read_text())
+    assert info["pattern"] == "cl100k" and info["extends"]["merges"] == 100000
