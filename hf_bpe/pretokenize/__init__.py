@@ -20,6 +20,7 @@ from hf_bpe.pretokenize.gpt2 import (
                                      split_into_pieces,
 )
 from hf_bpe.pretokenize.patterns import (
+                                         BEFORE_DIGITS,
                                          PATTERNS,
                                          CompiledPattern,
                                          compile_pattern,
@@ -41,8 +42,8 @@ from hf_bpe.pretokenize.special_tokens import (
 )
 
 __all__ = [
-    "PATTERNS", "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name", "resolve_pattern",
-    "tokenizers_pattern",
+    "BEFORE_DIGITS", "PATTERNS", "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name",
+    "resolve_pattern", "tokenizers_pattern",
     "GPT2_ASCII_REGEX", "GPT2_PATTERN", "GPT2_REGEX", "SAFE_SPACE_REGEX", "UNICODE_VERSION", "WHITESPACE_CHARS",
     "PinnedGpt2Regex", "SpecialTokenSplitter", "pretokenize", "replace_surrogates", "safe_segments",
     "split_at_safe_spaces", "split_into_pieces", "validate_special_tokens",

@@ -86,7 +86,7 @@ PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "gpt
                             "o200k": O200K_PATTERN, "llama3": LLAMA3_PATTERN}
 _PRESET_NAMES = {regex: name for name, regex in reversed(PATTERNS.items())}  # the first name of each text
 #: Named patterns beside the presets, which tiktoken does not ship: SuperBPE's stage-2 pre-tokenization
-#: (hf_bpe.pretokenize.superword). They have no safe cut: their pre-tokens run across spaces.
+#: (hf_bpe.pretokenize.superword). Their pre-tokens run across spaces: their safe cut is `BEFORE_DIGITS`.
 OTHER_NAMED: dict[str, str] = {SUPERWORD_NAME: SUPERWORD_PATTERN}
 _OTHER_NAMES = {regex: name for name, regex in OTHER_NAMED.items()}
 # Texts spelled otherwise than a preset that split every text as it does: they are read as that preset.
@@ -94,6 +94,10 @@ _SAME_AS_PRESET = {R50K_PATTERN: "gpt2"}
 
 #: Zero-width, before each safe cut of the presets other than GPT-2 (see the module docstring).
 BETWEEN_WORDS_SPACE = re.compile(f"(?<={NON_WHITESPACE_CLASS})(?= {NON_WHITESPACE_CLASS})")
+#: Zero-width, before an ASCII digit that follows an ASCII character that is no digit: the safe cut of the superword
+#: pattern, which starts a pre-token at every run of numeric characters (no ASCII character but a digit is numeric),
+#: whose cut into groups of three depends on the run alone. Text without digits has none.
+BEFORE_DIGITS = re.compile(r"(?<=[\x00-/:-\x7f])(?=[0-9])")
 # Counting and encoding hand out pre-tokens in lists of about this many when a text is matched in batches.
 _BATCH = 1 << 16
 
@@ -223,7 +227,8 @@ class CompiledPattern:
         ascii_regex = self.regex.ascii
         self.findall_ascii = ascii_regex.findall if self.regex.tiles else (
             lambda text: self.regex.with_gaps(ascii_regex, text, ascii_regex.findall(text)))  # type: ignore[union-attr]
-        self.safe_cut = BETWEEN_WORDS_SPACE if self.name in PATTERNS else None
+        self.safe_cut = (BETWEEN_WORDS_SPACE if self.name in PATTERNS else BEFORE_DIGITS
+                         if self.name == SUPERWORD_NAME else None)
         self.pieces_are_pretokens = self.safe_cut is None
 
     def pieces(self, text: str) -> list[str]:
@@ -307,6 +312,7 @@ def _compile(regex: str) -> CompiledPattern:
         raise InputError(f"pattern {regex!r}: nested too deeply") from None
 
 
-__all__ = ["BETWEEN_WORDS_SPACE", "CL100K_PATTERN", "LLAMA3_PATTERN", "O200K_PATTERN", "OTHER_NAMED", "PATTERNS",
+__all__ = ["BEFORE_DIGITS", "BETWEEN_WORDS_SPACE", "CL100K_PATTERN", "LLAMA3_PATTERN", "O200K_PATTERN", "OTHER_NAMED",
+           "PATTERNS",
            "R50K_PATTERN", "CompiledPattern", "compile_pattern", "pattern_from_tokenizers", "preset_name",
            "resolve_pattern", "tokenizers_pattern"]

@@ -57,6 +57,7 @@ from hf_bpe.common.parallel import (
     progress_bar,
 )
 from hf_bpe.pretokenize import (
+    BEFORE_DIGITS,
     GPT2_PATTERN,
     WHITESPACE_CHARS,
     SpecialTokenSplitter,
@@ -89,6 +90,8 @@ _CUT_WINDOW = 1 << 12
 _BETWEEN_WORDS_CUT = re.compile(b"".join(b"(?<!" + re.escape(char.encode()) + b")" for char in WHITESPACE_CHARS)
                                 + _SPACE_CUT.pattern)
 _CUT_LOOKBEHIND = 3
+# The superword pattern's safe cut (hf_bpe.pretokenize.patterns.BEFORE_DIGITS) in UTF-8.
+_BEFORE_DIGITS_CUT = re.compile(rb"(?<=[\x00-/:-\x7f])(?=[0-9])")
 # Maps one task's pre-token counts to the counts summed instead (`count_pretokens_in_files(..., convert=)`).
 Convert = Callable[[Counter[bytes]], Counter[bytes] | Tally]
 
@@ -235,8 +238,9 @@ def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_t
     overlap). Such a cut is a document boundary or a place where pre-tokenization can be cut (`hf_bpe.pretokenize.gpt2`,
     fact 1), and it never splits a UTF-8 character. Text with no safe cut at all (no space, no special token) makes
     the chunk grow until one is found or the file ends. With another `pattern` (regex text), a space cut must be that
-    pattern's safe cut (for the presets, a space between two non-whitespace characters); a custom pattern is cut only
-    at special tokens.
+    pattern's safe cut (for the presets, a space between two non-whitespace characters; for the superword pattern,
+    whose pre-tokens run across spaces, the start of an ASCII digit run instead); a custom pattern is cut only at
+    special tokens.
 
     >>> import io
     >>> data = b"one two three four"
@@ -260,14 +264,15 @@ def _space_cut(pattern: str | None) -> re.Pattern[bytes] | None:
     """The bytes regex of the space cuts of a pattern (regex text; None: GPT-2's), or None when it has none."""
     if pattern is None or pattern == GPT2_PATTERN:
         return _SPACE_CUT
-    return _BETWEEN_WORDS_CUT if compile_pattern(pattern).safe_cut is not None else None
+    safe_cut = compile_pattern(pattern).safe_cut
+    return None if safe_cut is None else _BEFORE_DIGITS_CUT if safe_cut is BEFORE_DIGITS else _BETWEEN_WORDS_CUT
 
 
 def _find_safe_cut(file: BinaryIO, target: int, size: int, special_tokens: Sequence[bytes],
                    space_cut: re.Pattern[bytes] | None = _SPACE_CUT) -> int:
     """The first safe cut at or after `target` (see `find_chunk_boundaries`), or `size` if there is none."""
     reach = max(map(len, special_tokens), default=1) - 1  # how far an occurrence can extend over a cut
-    if space_cut is _BETWEEN_WORDS_CUT:
+    if space_cut is not _SPACE_CUT:  # the look back of the other cuts
         reach = max(reach, _CUT_LOOKBEHIND)
     window = _CUT_WINDOW
     while target < size:

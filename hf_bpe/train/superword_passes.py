@@ -184,6 +184,8 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     distinct = len(parts)
     guess = guess_last_count(pairs.totals, num_merges)  # now of the exact counts
     cut = 0 if kept is None else max(guess, pairs.most_outside(kept) + 1)
+    if kept is not None and len(pairs.frequent(cut)) < len(kept):  # the sample kept more than the cut needs
+        parts = parts.recut(pairs.frequent(cut), len(ordinary))
     counting_seconds += time.perf_counter() - start
     if verbose:
         _report_pass(f"{len(pairs.keys):,} distinct pairs of stage-1 tokens, "

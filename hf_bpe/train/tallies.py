@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from hf_bpe.train.merge_loop import _Words
+from hf_bpe.train.superword_words import PAIR_BLOCK, PairCounts, cut_at_rare_pairs
 
 
 class KeyCounts:
@@ -160,6 +161,33 @@ class PartTally:
         for length in sorted(self.by_length):
             rows, totals = self.rows(length)
             yield from zip(rows, totals.tolist())
+
+    def recut(self, kept: np.ndarray, num_ids: int) -> PartTally:
+        """The parts cut again wherever two ids' pair (code `left * num_ids + right`) is not in `kept` (ascending),
+        the pieces counted as parts (`cut_at_rare_pairs`, a block of parts at a time); this tally is emptied, a
+        length at a time.
+
+        >>> tally = PartTally.of_words(_Words(np.array([1, 2, 3, 1, 2], np.uint16), np.array([3, 2]),
+        ...                                   np.array([1, 1]), 2, []))
+        >>> [(part.tolist(), count) for part, count in tally.recut(np.array([1 * 4 + 2]), 4).items()]
+        [([3], 1), ([1, 2], 2)]
+        """
+        recut = PartTally(self.dtype)
+        for length in sorted(self.by_length):
+            rows, totals = self.rows(length)
+            del self.by_length[length]
+            if length == 1:
+                recut.update_length(1, KeyCounts(rows.copy().view(np.dtype((np.void, self.dtype.itemsize))).ravel(),
+                                                 totals))
+                continue
+            step = max(1, PAIR_BLOCK // length)
+            for start in range(0, len(rows), step):
+                block = _Words(rows[start:start + step].ravel(), np.full(len(rows[start:start + step]), length),
+                               totals[start:start + step], 0, [None] * num_ids)
+                single = np.zeros(num_ids, dtype=np.uint64)
+                recut.update(PartTally.of_words(cut_at_rare_pairs(block, PairCounts(block), kept, single)))
+                recut.add_single(single)
+        return recut
 
     def words(self, token_bytes: list[bytes | None], token_counts: np.ndarray | None = None) -> _Words:
         """The merge loop's start state: the parts of two ids or more as words (in `dtype`), their counts; the
