@@ -120,7 +120,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import check_trainer_options, train_bpe_from_counts
     from hf_bpe.train.extend import extend_bpe_from_counts
-    from hf_bpe.train.superword_passes import train_superwords
+    from hf_bpe.train.superword_passes import check_stage_two_files, train_superwords
 
     base = extension_base(args)
     special_tokens = training_special_tokens(args) if base is None else list(base.special_tokens)
@@ -142,6 +142,8 @@ def run_train(args: argparse.Namespace) -> int:
     if base is None:
         train_bpe_from_counts({}, args.vocab_size, special_tokens, progress=False, pattern=args.pattern)
     stage_two = superword_options(args, base, special_tokens)
+    if stage_two is not None:
+        check_stage_two_files(inputs, special_tokens, stage_two[1])
     pattern = resolve_pattern(args.pattern)
     progress = False if args.no_progress else None
 

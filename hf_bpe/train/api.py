@@ -23,7 +23,7 @@ from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_
 from hf_bpe.train.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
 from hf_bpe.train.superword import check_superword_options
-from hf_bpe.train.superword_passes import StageTwoPass, train_superwords
+from hf_bpe.train.superword_passes import StageTwoPass, check_stage_two_files, train_superwords
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -65,6 +65,8 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     stage_two = check_superword_options(superword_from, superword_pattern, vocab_size, specials)
     engine_used = counting_engine(engine, ray_address)
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
+    if stage_two is not None:
+        check_stage_two_files(paths, specials, stage_two[1])
 
     def count(regex: str, convert: Convert | None = None) -> Mapping[bytes, int]:
         return count_pretokens_in_files(paths, specials, num_workers=num_workers, errors=errors, progress=progress,

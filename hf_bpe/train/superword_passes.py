@@ -39,6 +39,7 @@ the parent, the distinct parts and the pair table (a few bytes per distinct pair
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
@@ -47,9 +48,14 @@ from typing import Any
 
 import numpy as np
 
+from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import PathArg, open_binary
 from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.pretokenize import preset_name
+from hf_bpe.pretokenize.superword import SUPERWORD_NAME
 from hf_bpe.train.checks import report_training
+from hf_bpe.train.count import find_chunk_boundaries
 from hf_bpe.train.extend import _extend
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge
 from hf_bpe.train.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
@@ -67,6 +73,9 @@ from hf_bpe.train.tallies import PairTally, PartTally
 # throughout, so that pairs frequent in one part of the corpus only are seen too).
 SAMPLE_EVERY = 16
 SAMPLE_WINDOW = 1 << 8
+# The longest stretch of a file with no place the superword pattern may be cut (a number, a special token) that
+# stage 2 takes: the workers segment each stage-2 pre-token whole (`check_stage_two_files`).
+MAX_STRETCH_BYTES = 1 << 25
 # A worker hands its tables to the parent once they hold this many distinct parts or pairs (tens of MB).
 HANDOVER_PARTS = 1 << 18
 HANDOVER_PAIRS = 1 << 21
@@ -220,6 +229,30 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     return vocab, merges
 
 
+def check_stage_two_files(paths: Sequence[PathArg], special_tokens: Sequence[str], pattern: str) -> None:
+    """Refuse, before any work, local files that hold more than `MAX_STRETCH_BYTES` without a place where the
+    superword `pattern` may be cut (a special token, or the start of a run of digits): such a stretch is one stage-2
+    pre-token, which the workers would segment whole. InputError naming the file and the bytes. Other stage-2
+    patterns have no such cut (their files are cut at special tokens only, as for plain training), and URLs are not
+    read here: nothing is checked for them.
+    """
+    if preset_name(pattern) != SUPERWORD_NAME:
+        return
+    special_bytes = [token.encode("utf-8") for token in special_tokens]
+    for path in paths:
+        if not os.path.isfile(path):
+            continue
+        with open_binary(path) as file:
+            bounds = find_chunk_boundaries(file, os.path.getsize(path), MAX_STRETCH_BYTES, special_bytes,
+                                           pattern=pattern)
+        for start, end in zip(bounds, bounds[1:]):
+            if end - start > 2 * MAX_STRETCH_BYTES:  # a chunk runs to the first cut after its target
+                raise InputError(f"{os.fspath(path)}: between bytes {start:,} and {end:,}, more than "
+                                 f"{MAX_STRETCH_BYTES:,} bytes with no number and no special token: SuperBPE's "
+                                 f"stage 2 merges the text between two numbers whole, and takes at most that much "
+                                 f"of it; cut the documents with a special token (--special-token)")
+
+
 def _report_pass(what: str, parts: int, cut: int, start: float) -> None:
     """A `verbose=True` line for a counting pass of stage 2, on stderr."""
     print(f"hf_bpe: stage 2: {what}; {parts:,} distinct parts cut below {cut:,}, counted in "
@@ -264,5 +297,5 @@ def _merge_parts(parts: PartTally, vocab: Vocab, merges: Merges, wanted: int, st
     return len(merges) - before
 
 
-__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "SAMPLE_EVERY", "SAMPLE_WINDOW", "CountPass", "StageTwoCounts",
-           "StageTwoPass", "continue_with_superwords", "train_superwords"]
+__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "MAX_STRETCH_BYTES", "SAMPLE_EVERY", "SAMPLE_WINDOW", "CountPass",
+           "StageTwoCounts", "StageTwoPass", "check_stage_two_files", "continue_with_superwords", "train_superwords"]

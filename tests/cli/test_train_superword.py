@@ -77,3 +77,18 @@ def test_bad_options_stop_before_any_work(tmp_path, arguments: list[str], messag
     assert result.returncode == 2
     assert message in one_line(result.stderr)
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_stretch_of_text_with_no_number_and_no_special_token_stops_before_any_work(tmp_path) -> None:
+    # SuperBPE's stage 2 would merge it whole (one pre-token of 70 MB): refused at once, naming the file and bytes.
+    corpus = tmp_path / "prose.txt"
+    with open(corpus, "w", encoding="utf-8") as file:
+        file.write("12 numbered start" + EOT)
+        for _ in range(70):
+            file.write("the cat sat on the mat, by the way. " * 29127)  # 1 MiB
+    out = tmp_path / "out"
+    result = run(str(corpus), "--out", str(out), "--vocab-size", "600", "--superword-from", "500")
+    assert result.returncode == 2
+    line = one_line(result.stderr)
+    assert f"{corpus}: between bytes 0 and " in line and "bytes with no number and no special token" in line, line
+    assert not out.exists() and sorted(tmp_path.iterdir()) == [corpus]

@@ -373,6 +373,20 @@ def test_ray_counting_of_a_corpus_larger_than_both_object_stores_keeps_it_out_of
     assert counted == count_pretokens_in_files([large_jsonl], [EOT], num_workers=2, progress=False)
 
 
+def test_superbpe_stage_two_on_the_cluster_keeps_a_corpus_larger_than_both_object_stores_out_of_the_store(
+        cluster, large_jsonl):
+    from hf_bpe.cluster.store_stats import ObjectStoreMonitor
+
+    # Every stage-2 pass runs on the actors, which send back only their tables of pairs and parts (the documents
+    # run from number to number across spaces: their ids never leave the actors).
+    with ObjectStoreMonitor(spill_root=cluster.temp_dir) as monitor:
+        vocab, merges = train_bpe(large_jsonl, 420, [EOT], engine="ray", ray_address=cluster.address,
+                                  superword_from=400, progress=False)
+    assert monitor.samples > 10 and monitor.failed_samples == 0
+    assert monitor.peak_used_bytes <= 16 << 20 and monitor.peak_spilled_bytes == 0, monitor.peak_used_bytes
+    assert len(merges) == 420 - 257 and any(b" " in vocab[token_id][1:] for token_id in range(400, 419))
+
+
 def test_ray_commands_show_progress_with_throughput_on_the_driver(cluster, corpus, tokenizer_dir, tmp_path, capfd):
     source = write_jsonl(tmp_path / "docs.jsonl", DOCUMENTS)
     result = run_cli("tokenize-dataset", "--tokenizer", str(tokenizer_dir), "--dataset", "json", "--data-files",

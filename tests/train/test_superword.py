@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_from_iterator
+from hf_bpe.common.errors import InputError
 from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
 from hf_bpe.train import count, superword, superword_passes, superword_words
@@ -204,3 +205,17 @@ def test_the_ray_engine_counts_both_stages_as_the_local_one(tmp_path: Path) -> N
         paths.append(path)
     local = train_bpe(paths, 700, [ENDOFTEXT], num_workers=1, superword_from=500)
     assert train_bpe(paths, 700, [ENDOFTEXT], engine="ray", superword_from=500) == local
+
+
+def test_long_stretches_without_a_cut_are_refused_before_stage_one(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(superword_passes, "MAX_STRETCH_BYTES", 64)
+    path = tmp_path / "corpus.txt"
+    path.write_text("a b 1 " + "word " * 40 + ENDOFTEXT + "x 2 " * 40, encoding="utf-8")
+    with pytest.raises(InputError, match=r"corpus.txt: between bytes 0 and 206, more than 64 bytes with no number"):
+        train_bpe(path, 300, [ENDOFTEXT], superword_from=280, num_workers=1)
+    superword_passes.check_stage_two_files([path], [ENDOFTEXT], r"\S+|\s+")  # a custom pattern: cut at specials
+    path.write_text("a b 1 " + "word 3 " * 40, encoding="utf-8")  # numbers cut it
+    texts = [path.read_text(encoding="utf-8")]
+    assert train_bpe(path, 300, superword_from=270, num_workers=1) == reference_superword_train(texts, 300, 270)
+
