@@ -29,23 +29,34 @@ UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 2: invalid 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from hf_bpe.encode.cache import unpack_ids
-from hf_bpe.hf.offsets import char_of_byte
-from hf_bpe.pretokenize import compile_pattern
-
-if TYPE_CHECKING:
-    from hf_bpe.encode.tokenizer import Tokenizer
+from hf_bpe.encode.decoding import char_of_byte
+from hf_bpe.pretokenize import SpecialChoice, compile_pattern
 
 # The bytes of a token that tiktoken takes back with the last pre-token (`_increase_last_piece_token_len`).
 _WHITESPACE = frozenset(b" \n\t")
 
 
-def encode_bytes(tokenizer: Tokenizer, data: bytes) -> list[int]:
+class TokenizerLike(Protocol):
+    """What these functions use of a `hf_bpe.encode.tokenizer.Tokenizer`, which calls them (and is not imported)."""
+
+    @property
+    def pattern(self) -> str: ...
+
+    def encode(self, text: str, *, allowed_special: SpecialChoice = "all",
+               disallowed_special: SpecialChoice = "all") -> list[int]: ...
+
+    def id_to_token(self, id: int) -> bytes: ...
+
+    def merge_pretoken_bytes(self, words: Sequence[bytes]) -> list[bytes]: ...
+
+
+def encode_bytes(tokenizer: TokenizerLike, data: bytes) -> list[int]:
     """The ids of `data` as tiktoken's `Encoding._encode_bytes` gives them (see the module docstring)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"encode_bytes expects bytes, got {type(data).__name__}")
@@ -64,7 +75,7 @@ def encode_bytes(tokenizer: Tokenizer, data: bytes) -> list[int]:
     return ids[:start] + unpack_ids(tokenizer.merge_pretoken_bytes([rest])[0])
 
 
-def decode_with_offsets(tokenizer: Tokenizer, ids: Iterable[int]) -> tuple[str, list[int]]:
+def decode_with_offsets(tokenizer: TokenizerLike, ids: Iterable[int]) -> tuple[str, list[int]]:
     """The text of `ids` and each token's character offset in it, as tiktoken's `decode_with_offsets` gives them;
     UnicodeDecodeError when the tokens' bytes are not UTF-8, ValueError for an unknown id."""
     tokens = list(map(tokenizer.id_to_token, ids))
@@ -74,12 +85,12 @@ def decode_with_offsets(tokenizer: Tokenizer, ids: Iterable[int]) -> tuple[str, 
     return text, char_of_byte(text)[starts].tolist()
 
 
-def _encode_ordinary(tokenizer: Tokenizer, text: str) -> list[int]:
+def _encode_ordinary(tokenizer: TokenizerLike, text: str) -> list[int]:
     """tiktoken's `encode_ordinary`: special tokens encoded as the text they are."""
     return tokenizer.encode(text, allowed_special=set(), disallowed_special=())
 
 
-def _last_pretoken_length(tokenizer: Tokenizer, text: str) -> int:
+def _last_pretoken_length(tokenizer: TokenizerLike, text: str) -> int:
     """How many of the ids of `text` its last pre-token has (0 for empty text): a pre-token's ids do not depend on
     its neighbours, so they are those of the pre-token alone."""
     pattern = compile_pattern(tokenizer.pattern)
@@ -90,7 +101,7 @@ def _last_pretoken_length(tokenizer: Tokenizer, text: str) -> int:
     return len(unpack_ids(tokenizer.merge_pretoken_bytes([last.encode("utf-8")])[0]))
 
 
-def _is_whitespace(tokenizer: Tokenizer, token_id: int) -> bool:
+def _is_whitespace(tokenizer: TokenizerLike, token_id: int) -> bool:
     return _WHITESPACE.issuperset(tokenizer.id_to_token(token_id))
 
 

@@ -36,6 +36,8 @@ PENDING_IDS = np.array([PENDING], dtype=ID_DTYPE).tobytes()
 MAX_ID = PENDING - 1
 #: Pre-tokens longer than this are encoded but not cached, so that one huge pre-token cannot pin memory.
 MAX_CACHED_LENGTH = 256
+#: Default bound, in bytes, of a Tokenizer's cache (keys, packed ids and hash tables, as `sys.getsizeof` counts).
+DEFAULT_CACHE_BYTES = 256 << 20
 
 Ids = bytes
 

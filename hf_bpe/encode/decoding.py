@@ -5,6 +5,9 @@ an iterator), so one join over 75 million ids needs gigabytes before the text ex
 `DECODE_CHUNK` ids at a time into one growing buffer instead: besides the ids, it holds the text's UTF-8 bytes once
 (plus up to an eighth as the buffer grows) and one chunk's join.
 
+`char_of_byte` maps each byte of a decoded text to its character, for token offsets (`Tokenizer.decode_with_offsets`,
+`hf_bpe.hf.offsets`).
+
 >>> join_tokens(iter([104, 105]), {104: b"h", 105: b"i"}.__getitem__, None)
 bytearray(b'hi')
 """
@@ -55,4 +58,17 @@ def chunks_of(ids: Iterable[int], size: int) -> Iterator[Sequence[int]]:
             yield chunk
 
 
-__all__ = ["DECODE_CHUNK", "chunks_of", "join_tokens"]
+def char_of_byte(text: str) -> np.ndarray:
+    """For each byte of `text` in UTF-8, the index of the character it belongs to.
+
+    A byte starts a character unless it is a continuation byte (0b10xxxxxx); lone surrogates count as the three
+    bytes `surrogatepass` gives them (the encoder replaces each by U+FFFD, also three bytes).
+
+    >>> char_of_byte("aé€").tolist()
+    [0, 1, 1, 2, 2, 2]
+    """
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    return np.cumsum((data & 0xC0) != 0x80) - 1
+
+
+__all__ = ["DECODE_CHUNK", "char_of_byte", "chunks_of", "join_tokens"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import operator
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import compress, repeat
@@ -28,11 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from hf_bpe.common.errors import InputError
 from hf_bpe.encode.batches import batches_by_length, encode_in_worker
 from hf_bpe.encode.byte_encoding import decode_with_offsets, encode_bytes
-from hf_bpe.encode.cache import ID_DTYPE, MAX_ID, PretokenCache, pack_ids, replace_markers, unpack_ids
+from hf_bpe.encode.cache import (
+    DEFAULT_CACHE_BYTES,
+    ID_DTYPE,
+    MAX_ID,
+    PretokenCache,
+    pack_ids,
+    replace_markers,
+    unpack_ids,
+)
 from hf_bpe.encode.decoding import join_tokens
+from hf_bpe.encode.file_constructors import FileConstructors
 from hf_bpe.encode.long_words import LONG_WORD_BYTES, merge_long_word_packed
 from hf_bpe.encode.merge_kernels import (
     MIN_BATCH_MERGE,
@@ -42,10 +49,8 @@ from hf_bpe.encode.merge_kernels import (
     merge_batch_packed,
     merge_ids,
 )
-from hf_bpe.encode.merge_table import MergeTableError, as_byte_pairs, merge_table, vocab_index
+from hf_bpe.encode.merge_table import as_byte_pairs, merge_table, vocab_index
 from hf_bpe.encode.stream_cuts import stream_windows
-from hf_bpe.formats.gpt2 import load_gpt2_merges_numbered, load_gpt2_vocab
-from hf_bpe.formats.tiktoken_files import load_tiktoken
 from hf_bpe.pretokenize import (
     GPT2_PATTERN,
     SpecialChoice,
@@ -62,8 +67,6 @@ from hf_bpe.pretokenize import (
     validate_special_tokens,
 )
 
-#: Default bound, in bytes, of a Tokenizer's cache (keys, packed ids and hash tables, as `sys.getsizeof` counts).
-DEFAULT_CACHE_BYTES = 256 << 20
 # New pre-tokens are merged once this many misses have gathered (or at the end of a call): numpy's batch merge pays
 # its per-call cost once per batch (see hf_bpe.encode.merge_kernels), and the ids held back meanwhile are the call's
 # own, which it returns anyway.
@@ -76,7 +79,7 @@ _SEGMENT_CHARS = 1 << 20
 _MIN_PARALLEL_LENGTH = 1 << 20
 
 
-class Tokenizer:
+class Tokenizer(FileConstructors):
     """Byte-level BPE encoder and decoder: pre-tokenization (GPT-2's pattern unless `pattern` names a preset of
     `hf_bpe.PATTERNS` or gives regex text), then merges applied lowest rank first.
 
@@ -126,36 +129,6 @@ class Tokenizer:
         self._pair_ranks, self._merged_ids = merge_table(self._token_ids, self._merges)
         self._batch_tables: BatchTables | None = None  # built on the first large batch of new pre-tokens
         self._cache = PretokenCache(self._merge_pretokens, self.cache_bytes)
-
-    @classmethod
-    def from_files(cls, vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str],
-                   special_tokens: Sequence[str] | None = None, *, pattern: str | None = None,
-                   cache_bytes: int = DEFAULT_CACHE_BYTES, ignore_merges: bool = False) -> Tokenizer:
-        """Load GPT-2 `vocab.json` and `merges.txt`; token ids are the ones in the file. The files do not hold the
-        pre-tokenization pattern nor `ignore_merges`: give them (a directory's `tokenizer.json` has them, see
-        `hf_bpe.formats.hf_directory.read_directory_pattern` and `read_directory_ignore_merges`).
-
-        Raises InputError naming the file and line for a corrupt file or a merge that does not fit the vocab.
-        """
-        vocab = load_gpt2_vocab(vocab_json)
-        merges, line_numbers = load_gpt2_merges_numbered(merges_txt)
-        try:
-            return cls(vocab, merges, special_tokens, pattern=pattern, cache_bytes=cache_bytes,
-                       ignore_merges=ignore_merges)
-        except MergeTableError as error:
-            raise InputError(f"{merges_txt}: line {line_numbers[error.rank]}: {error.args[0]}") from None
-        except ValueError as error:
-            raise InputError(f"{vocab_json}: {error}") from None
-
-    @classmethod
-    def from_tiktoken(cls, path: str | os.PathLike[str], pattern: str | None,
-                      special_tokens: Mapping[str, int] | None = None, *, cache_bytes: int = DEFAULT_CACHE_BYTES
-                      ) -> Tokenizer:
-        """Load a `.tiktoken` file: ranks are ids, merges derived from them, each special token at its given id (see
-        `hf_bpe.formats.tiktoken_files`; several may share one). The file has no pattern: pass tiktoken's, e.g.
-        "cl100k" for cl100k_base. Like tiktoken, a pre-token that is a token is that token (`ignore_merges`)."""
-        vocab, merges, specials = load_tiktoken(path, special_tokens, lazy=True)  # pairs of bytes made when read
-        return cls(vocab, merges, specials, pattern=pattern, cache_bytes=cache_bytes, ignore_merges=True)
 
     # ------------------------------------------------------------------------------------------------- properties
 

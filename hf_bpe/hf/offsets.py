@@ -16,18 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def char_of_byte(text: str) -> np.ndarray:
-    """For each byte of `text` in UTF-8, the index of the character it belongs to.
-
-    A byte starts a character unless it is a continuation byte (0b10xxxxxx); lone surrogates count as the three
-    bytes `surrogatepass` gives them (the encoder replaces each by U+FFFD, also three bytes).
-
-    >>> char_of_byte("aé€").tolist()
-    [0, 1, 1, 2, 2, 2]
-    """
-    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    return np.cumsum((data & 0xC0) != 0x80) - 1
+from hf_bpe.encode.decoding import char_of_byte
 
 
 def token_offsets(text: str, token_lengths: Sequence[int] | np.ndarray, base: int = 0) -> list[tuple[int, int]]:
