@@ -172,7 +172,7 @@ class FlatCorpus:
         numbers of positions and their counts; then, the distinct pairs of all blocks known, each block's positions
         of the pairs kept are put in place, sorted again (a counting sort). The codes are the left id shifted by as
         many bits as the largest id needs, or'ed with the right one, so that token ids sort as cheaply as bytes.
-        `given_runs`, the first pass made already (`hf_bpe.train.extend.base_words` sorts each batch of words as it
+        `given_runs`, the first pass made already (`hf_bpe.train.base_words.base_words` sorts each batch of words as it
         arrives from the workers), also serve as the second's positions."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
         shift = pair_shift(len(self.token_chars) - 1)  # the largest id any word may hold

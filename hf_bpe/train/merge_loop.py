@@ -101,7 +101,7 @@ class _Words:
 
     - Plain training (`of_counts`): `data` is the words' bytes, each byte its own token id; `token_bytes` is None,
       meaning the 256 bytes, and the first new token is 256.
-    - Continuing from a base tokenizer (`hf_bpe.train.extend.base_words`): `data` is an int32 array of the base's
+    - Continuing from a base tokenizer (`hf_bpe.train.base_words.base_words`): `data` is an int32 array of the base's
       token ids, the words as the base encodes them; `token_bytes[id]` is each base id's bytes (None for an id the
       base does not use, and for its special tokens, which are in no word), so the first new token is
       `len(token_bytes)`, the id after the base's largest. Every id must be at most `MAX_TOKEN_ID`.
@@ -118,9 +118,10 @@ class _Words:
                                                 else token_bytes)
         self.first_new_id = len(self.token_bytes)
         # Tokens that no id of `token_bytes` stands for and that a merge must not make either (the base's tokens that
-        # `hf_bpe.train.extend.compact_ids` leaves out).
+        # `hf_bpe.train.base_words.compact_ids` leaves out).
         self.other_tokens: frozenset[bytes] = frozenset()
-        # The words' pairs sorted by blocks of the flat store's positions (`hf_bpe.train.extend.base_words`); used up.
+        # The words' pairs sorted by blocks of the flat store's positions (`hf_bpe.train.base_words.base_words`);
+        # used up.
         self.pair_runs: list[PairRuns] | None = None
 
     @classmethod

@@ -22,9 +22,10 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    and final segmentation are those of merging the whole documents.
 3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more),
    the cut is lowered, the parts are counted again at it, and merging goes on from the merges made so far: each
-   part is split as the tokenizer made so far encodes it (the extension's start state, `extend._extend`), which is
-   the segmentation training reached (merges in rank order give the segmentation of merging them in turn). At a cut
-   of 1 no pair is cut: only a corpus too small for the vocabulary asked of it gets there.
+   part is split as the tokenizer made so far encodes it (the extension's start state,
+   `base_words.continue_from_base`), which is the segmentation training reached (merges in rank order give the
+   segmentation of merging them in turn). At a cut of 1 no pair is cut: only a corpus too small for the vocabulary
+   asked of it gets there.
 
 The merges are exactly those of merging the documents whole (`hf_bpe.train._reference.reference_superword_train`).
 Memory: each worker holds one chunk's pre-tokens and the tables it has not handed over yet (`StageTwoCounts.full`);
@@ -54,9 +55,9 @@ from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import preset_name
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
+from hf_bpe.train.base_words import continue_from_base
 from hf_bpe.train.checks import report_training
 from hf_bpe.train.count import find_chunk_boundaries
-from hf_bpe.train.extend import _extend
 from hf_bpe.train.merge_loop import Merges, Vocab, _merge
 from hf_bpe.train.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
 from hf_bpe.train.superword_words import (
@@ -290,8 +291,9 @@ def _merge_parts(parts: PartTally, vocab: Vocab, merges: Merges, wanted: int, st
     parts.by_length.clear()
     base = Tokenizer(dict(vocab), list(merges))
     before = len(merges)
-    extended_vocab, extended_merges = _extend(base, texts, len(vocab) + wanted, progress, False, 0.0, min_frequency,
-                                              max_token_length, token_counts, True, num_workers)
+    extended_vocab, extended_merges = continue_from_base(base, texts, len(vocab) + wanted, progress, False, 0.0,
+                                                         min_frequency, max_token_length, token_counts, True,
+                                                         num_workers)
     vocab.update(extended_vocab)
     merges[:] = extended_merges
     return len(merges) - before

@@ -18,7 +18,8 @@ from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.long_words import LONG_WORD_BYTES
 from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE
 from hf_bpe.train._reference import reference_extend_from_counts
-from hf_bpe.train.extend import base_words, extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
+from hf_bpe.train.base_words import base_words
+from hf_bpe.train.extend import extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
 from hf_bpe.train.merge_loop import QUEUES, _merge
 from tests import FIXTURES
 from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (a fixture)

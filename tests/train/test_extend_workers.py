@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from hf_bpe import Tokenizer, train_bpe_from_counts
 from hf_bpe.common.errors import InputError
-from hf_bpe.train import extend
+from hf_bpe.train import base_words as extend_start
 from hf_bpe.train._reference import reference_extend_from_counts
-from hf_bpe.train.extend import base_words, compact_ids, extend_bpe_from_counts
+from hf_bpe.train.base_words import base_words, compact_ids
+from hf_bpe.train.extend import extend_bpe_from_counts
 from hf_bpe.train.flat_corpus import FlatCorpus
 from tests.cli.faults import assert_no_process_left, children_of, finish, one_line, start, wait_for
 from tests.train.test_extend import corpus_counts, random_bases
@@ -52,9 +53,9 @@ def test_the_pairs_sorted_while_splitting_index_the_store_as_it_indexes_itself(b
     """`base_words` sorts each batch's pairs as it arrives (`PairRuns`), and `compact_ids` renumbers their codes:
     the flat store built from them has the counts and index of one built from the words alone."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(extend, "SEGMENT_BYTES", batch)
+        patch.setattr(extend_start, "SEGMENT_BYTES", batch)
         words, _ = compact_ids(base_words(counts, base))
-        batches = extend._batches(np.sort(np.fromiter(map(len, counts), dtype=np.int64)))
+        batches = extend_start._batches(np.sort(np.fromiter(map(len, counts), dtype=np.int64)))
     assert words.pair_runs is not None and len(words.pair_runs) == len(batches)
     given_runs = FlatCorpus(words.data, words.lengths, words.frequencies, floor, words.first_new_id, words.pair_runs)
     alone = FlatCorpus(words.data, words.lengths, words.frequencies, floor, words.first_new_id)
@@ -94,8 +95,8 @@ def test_workers_split_as_this_process_at_every_batch_boundary(trained_base, mon
     `MIN_BATCH_MERGE` (its numpy batch), one byte short of all of them, all of them, more than all: two workers give
     what one does, which is what the base encodes each pre-token to."""
     counts = gpt2_like_counts(300, batch % 1000)
-    monkeypatch.setattr(extend, "SEGMENT_BYTES", batch if batch > 0 else sum(map(len, counts)) + batch)
-    monkeypatch.setattr(extend, "MIN_PARALLEL_BATCHES", 1)
+    monkeypatch.setattr(extend_start, "SEGMENT_BYTES", batch if batch > 0 else sum(map(len, counts)) + batch)
+    monkeypatch.setattr(extend_start, "MIN_PARALLEL_BATCHES", 1)
     alone = words_state(counts, trained_base, 1)
     assert words_state(counts, trained_base, 2) == alone
     assert words_state(counts, trained_base, 3) == alone
@@ -114,7 +115,7 @@ def test_workers_split_as_this_process_at_every_batch_boundary(trained_base, mon
 
 def test_two_workers_extend_as_one(trained_base, monkeypatch) -> None:
     counts = gpt2_like_counts(2000, 5)
-    monkeypatch.setattr(extend, "SEGMENT_BYTES", 1300)
+    monkeypatch.setattr(extend_start, "SEGMENT_BYTES", 1300)
     results = []
     for workers in (1, 2):
         token_counts = np.zeros(max(trained_base.vocab) + 1 + 60, dtype=np.uint64)
@@ -129,10 +130,10 @@ def test_with_a_thread_running_the_pre_tokens_are_split_here(trained_base, monke
     """Workers could not be forked (as after `ray.init`), and spawning them would cost more than splitting: this
     process splits, with the same result."""
     counts = gpt2_like_counts(300, 2)
-    monkeypatch.setattr(extend, "SEGMENT_BYTES", 70)
+    monkeypatch.setattr(extend_start, "SEGMENT_BYTES", 70)
     pools: list[int] = []
-    real_pool = extend.process_pool
-    monkeypatch.setattr(extend, "process_pool", lambda workers, state: pools.append(workers) or real_pool(workers,
+    real_pool = extend_start.process_pool
+    monkeypatch.setattr(extend_start, "process_pool", lambda workers, state: pools.append(workers) or real_pool(workers,
                                                                                                          state))
     expected = words_state(counts, trained_base, 1)
     assert words_state(counts, trained_base, 2) == expected and pools == [2]
@@ -155,7 +156,7 @@ def extension_in_a_pool_worker(workers: int) -> tuple:
 def test_a_pool_worker_extends_in_its_own_process(monkeypatch) -> None:
     """A daemonic process (a worker of the caller's own pool) may not start processes: it splits the pre-tokens
     itself."""
-    monkeypatch.setattr(extend, "SEGMENT_BYTES", 1 << 12)  # set before the pool forks: its worker has it too
+    monkeypatch.setattr(extend_start, "SEGMENT_BYTES", 1 << 12)  # set before the pool forks: its worker has it too
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply(extension_in_a_pool_worker, (2,)) == extension_in_a_pool_worker(1)
 
@@ -165,7 +166,7 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_workers(monkeypat
     and no worker is left."""
     base = Tokenizer({byte: bytes([byte]) for byte in range(256) if byte != 0xFF} | {300: b"ab"}, [(b"a", b"b")])
     counts = {f"ab{number}".encode(): 1 for number in range(500)} | {b"\xffabcdefghijklmnop": 1}
-    monkeypatch.setattr(extend, "SEGMENT_BYTES", 250)
+    monkeypatch.setattr(extend_start, "SEGMENT_BYTES", 250)
     # Children from earlier tests (multiprocessing's resource tracker, a Ray cluster) may live on: only new ones count.
     before = set(children_of(os.getpid()))
     with pytest.raises(InputError, match="byte 0xff has no token"):
