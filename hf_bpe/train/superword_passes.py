@@ -186,7 +186,7 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     if num_merges > 0:
         sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
         guess = guess_last_count(sampled.totals, num_merges)
-        kept = sampled.frequent(max(guess // 2, 1)) if guess > max(min_frequency, 1) else None
+        kept = sampled.frequent(max(guess // 8, 1)) if guess > max(min_frequency, 1) else None
         del sampled
     counted = count(StageTwoPass(tokenizer, cut=True, kept=kept))
     pairs, parts = counted.pairs, counted.parts
