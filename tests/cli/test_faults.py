@@ -313,3 +313,41 @@ def test_the_progress_bar_counts_documents(tokenizer_dir, few_documents, tmp_pat
     assert "row ranges" not in stderr and not re.search(r"\d+/\d+ \[[^]]*examples/s\]", stderr), stderr
     tokens = np.asarray(load_tokens(tmp_path / "out", "train"))
     assert int((tokens == 0).sum()) == 50  # one end-of-text id (0 in this vocab) per document
+
+
+# ------------------------------------------------------------------- 7: SuperBPE's stage-2 passes, interrupted
+
+
+def superword_run_in_pass(out: Path, passes: int) -> subprocess.Popen:
+    """`hf-bpe train --superword-from` of the large corpus with 2 workers, once the workers of the `passes`-th
+    stage-2 pass (1: the sample, 2: the parts) have started: each counting pass forks workers anew."""
+    run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2", "--vocab-size", "2400", "--superword-from",
+                                 "2000"))
+    seen: set[int] = set()
+    for _ in range(passes + 1):  # stage 1's counting, then each stage-2 pass
+        wait_for(lambda known=frozenset(seen): len(set(children_of(run.pid)) - known) >= 2, 120,
+                 "a pass's workers started", run)
+        seen |= set(children_of(run.pid))
+    return run
+
+
+@needs_corpora
+@pytest.mark.parametrize("passes", [1, 2], ids=["the sample", "the parts"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_superbpe_interrupted_in_a_stage_two_pass_leaves_nothing(passes, how, tmp_path):
+    out = tmp_path / "tok"
+    run = superword_run_in_pass(out, passes)
+    run.send_signal(getattr(signal, how))
+    if how == "SIGKILL":
+        run.wait()
+        assert_no_process_left(run.pid)
+        rerun = start(*train_arguments(FIXTURES / "corpus.en", out, "--superword-from", "280"))
+        assert "wrote" in finish(rerun) and rerun.returncode == 0  # and it clears what the killed run left
+        assert sorted(path.name for path in tmp_path.iterdir()) == ["tok"]
+        assert_no_process_left(rerun.pid)
+        return
+    stderr = finish(run)
+    expected = {"SIGTERM": ("terminated (SIGTERM)", 143), "SIGINT": ("interrupted", 130)}[how]
+    assert expected[0] in one_line(stderr) and run.returncode == expected[1], stderr
+    assert list(tmp_path.iterdir()) == []
+    assert_no_process_left(run.pid)
