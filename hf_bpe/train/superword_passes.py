@@ -15,7 +15,8 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
    corpus (`StageTwoPass.sampled`), to guess which pairs matter: the last merge will count about a third of the
    n-th largest pair count, for n merges (`guess_last_count`), and the pairs counting an eighth of that guess or
-   more in the sample are kept whole (not cut) in the next pass.
+   more in the sample are kept whole (not cut) in the next pass. When the sample is too small for that (a guess
+   below `MIN_SAMPLED_GUESS` in its counts), every pair is counted in a pass of its own instead.
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
    (the lemma of `cut_at_rare_pairs`). The merge loop then runs over the distinct parts down to the cut: its merges
@@ -74,6 +75,9 @@ from hf_bpe.train.tallies import PairTally, PartTally
 # throughout, so that pairs frequent in one part of the corpus only are seen too).
 SAMPLE_EVERY = 16
 SAMPLE_WINDOW = 1 << 8
+# A guess from the sample below this (in the sample's counts) leaves pairs at the cut too few occurrences to be told
+# apart from rare ones: the pairs are then counted in full, in a pass of their own (a corpus of a few hundred MB).
+MIN_SAMPLED_GUESS = 16
 # The longest stretch of a file with no place the superword pattern may be cut (a number, a special token) that
 # stage 2 takes: the workers segment each stage-2 pre-token whole (`check_stage_two_files`).
 MAX_STRETCH_BYTES = 1 << 25
@@ -186,7 +190,11 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     if num_merges > 0:
         sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
         guess = guess_last_count(sampled.totals, num_merges)
-        kept = sampled.frequent(max(guess // 8, 1)) if guess > max(min_frequency, 1) else None
+        if guess >= MIN_SAMPLED_GUESS:
+            kept = sampled.frequent(guess // 8)
+        else:  # too few occurrences sampled to tell the pairs that matter: all of them counted
+            sampled = count(StageTwoPass(tokenizer, cut=False)).pairs
+            kept = sampled.frequent(max(guess_last_count(sampled.totals, num_merges), 1))
         del sampled
     counted = count(StageTwoPass(tokenizer, cut=True, kept=kept))
     pairs, parts = counted.pairs, counted.parts
