@@ -14,8 +14,8 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
    corpus (`StageTwoPass.sampled`), to guess which pairs matter: the last merge will count about a third of the
-   n-th largest pair count, for n merges (`guess_last_count`), and the pairs counting an eighth of that guess or
-   more in the sample are kept whole (not cut) in the next pass. When the sample is too small for that (a guess
+   n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample counts at that guess less
+   four standard deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass. When the sample is too small for that (a guess
    below `MIN_SAMPLED_GUESS` in its counts), every pair is counted in a pass of its own instead.
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
@@ -41,6 +41,7 @@ the parent, the distinct parts and the pair table (a few bytes per distinct pair
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -190,8 +191,8 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     if num_merges > 0:
         sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
         guess = guess_last_count(sampled.totals, num_merges)
-        if guess >= MIN_SAMPLED_GUESS:
-            kept = sampled.frequent(guess // 8)
+        if guess >= MIN_SAMPLED_GUESS:  # a pair counting the guess is sampled less than 4 sigma below it rarely
+            kept = sampled.frequent(max(guess - 4 * math.isqrt(guess), 1))
         else:  # too few occurrences sampled to tell the pairs that matter: all of them counted
             sampled = count(StageTwoPass(tokenizer, cut=False)).pairs
             kept = sampled.frequent(max(guess_last_count(sampled.totals, num_merges), 1))
