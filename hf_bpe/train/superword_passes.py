@@ -15,8 +15,9 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
    corpus (`StageTwoPass.sampled`), to guess which pairs matter: the last merge will count about a third of the
    n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample counts at that guess less
-   four standard deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass. When the sample is too small for that (a guess
-   below `MIN_SAMPLED_GUESS` in its counts), every pair is counted in a pass of its own instead.
+   four standard deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass.
+   When the sample is too small for that (a guess below `MIN_SAMPLED_GUESS` in its counts), every pair is counted
+   in a pass of its own instead.
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
    (the lemma of `cut_at_rare_pairs`). The merge loop then runs over the distinct parts down to the cut: its merges
