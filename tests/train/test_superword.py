@@ -90,6 +90,7 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
     for cut, sample in ((0, 1), (guess, every)):
         monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, cut=cut: cut)
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
+        monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 16 if cut == 0 else 0)  # or the sample is used
         monkeypatch.setattr(superword_passes, "SAMPLE_WINDOW", 8)  # windows of the longer texts
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
         trained = superword_passes.train_superwords(stage_one, count_pass, 270 + merges, [ENDOFTEXT],
