@@ -16,7 +16,7 @@ the largest of any one process (the kernel's figure). Tools: `plain` (hf_bpe to 
 stage 1 to --superword-from, then stage 2), `hf_plain` (BpeTrainer to --vocab-size, GPT-2's pattern). The tools
 alternate, and which goes first alternates between repeats. `--json FILE` appends one record per tool and run
 (`bench_results.append_result`, kind "superword"), with the ratios to plain's medians in a final record per corpus
-and setting. `--plot FILE` draws, from the records of `--json` (of the newest commit in them), time and peak memory
+and setting. `--plot FILE` draws, from the newest record of each corpus and setting in `--json`, time and peak memory
 against corpus size, plain and SuperBPE, one line per setting.
 """
 
@@ -111,17 +111,19 @@ def compare(args: argparse.Namespace) -> None:
 
 
 def plot(records_path: str, out: str) -> None:
-    """Time and peak memory against corpus size, for plain training and SuperBPE, from the summary records of the
-    newest commit in `records_path`."""
+    """Time and peak memory against corpus size, for plain training and SuperBPE, from the newest summary record of
+    each corpus and setting in `records_path`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summaries = [record for record in read_results(records_path) if record.get("kind") == "superword_summary"
-                 and "memory_ratio_to_plain" in record]
-    newest = summaries[-1]["commit"]
-    summaries = [record for record in summaries if record["commit"] == newest]
+    newest: dict[tuple, dict] = {}  # the newest summary of each corpus and setting
+    for record in read_results(records_path):
+        if record.get("kind") == "superword_summary" and "memory_ratio_to_plain" in record:
+            newest[record["corpus"], record["vocab_size"], record["superword_from"]] = record
+    summaries = list(newest.values())
+    commits = ", ".join(sorted({record["commit"] for record in summaries}))
     figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(11, 4.2))
     settings = sorted({(record["vocab_size"], record["superword_from"]) for record in summaries})
     for (vocab_size, transition), style in zip(settings, ("o", "s", "^")):
@@ -145,7 +147,7 @@ def plot(records_path: str, out: str) -> None:
         axes.set_title(title)
         axes.grid(True, which="both", alpha=0.3)
     time_axes.legend(fontsize=8)
-    figure.suptitle(f"SuperBPE against plain training (hf_bpe {newest})")
+    figure.suptitle(f"SuperBPE against plain training (hf_bpe {commits})")
     figure.tight_layout()
     figure.savefig(out, dpi=110)
 
