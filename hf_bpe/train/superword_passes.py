@@ -80,9 +80,10 @@ SAMPLE_WINDOW = 1 << 8
 # A guess from the sample below this (in the sample's counts) leaves pairs at the cut too few occurrences to be told
 # apart from rare ones: the pairs are then counted in full, in a pass of their own (a corpus of a few hundred MB).
 MIN_SAMPLED_GUESS = 16
-# The longest stretch of a file with no place the superword pattern may be cut (a number, a special token) that
-# stage 2 takes: the workers segment each stage-2 pre-token whole (`check_stage_two_files`).
-MAX_STRETCH_BYTES = 1 << 25
+# The longest stretch of text with no place the superword pattern may be cut (a number, a special token) that stage 2
+# takes: the workers segment each stage-2 pre-token whole, in tens of times its bytes (`check_stage_two_files`, and
+# `StageTwoPass` for texts that are not files).
+MAX_STRETCH_BYTES = 1 << 22
 # A worker hands its tables to the parent once they hold this many distinct parts or pairs (tens of MB).
 HANDOVER_PARTS = 1 << 18
 HANDOVER_PAIRS = 1 << 21
@@ -153,6 +154,11 @@ class StageTwoPass:
         return sampled
 
     def __call__(self, counts: Counter[bytes]) -> StageTwoCounts:
+        longest = max(map(len, counts), default=0)
+        if longest > 2 * MAX_STRETCH_BYTES:
+            raise InputError(f"a text holds {longest:,} bytes with no number and no special token: SuperBPE's stage 2 "
+                             f"merges the text between two numbers whole, and takes at most "
+                             f"{2 * MAX_STRETCH_BYTES:,} bytes of it; cut the documents with a special token")
         segmented = self.tokenizer.segment_counts(self.sampled(counts) if self.sample > 1 else counts)
         single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
         words = segmented_words(segmented, self.dtype, [None] * self.num_ids, single)

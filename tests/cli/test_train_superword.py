@@ -80,7 +80,8 @@ def test_bad_options_stop_before_any_work(tmp_path, arguments: list[str], messag
 
 
 def test_a_stretch_of_text_with_no_number_and_no_special_token_stops_before_any_work(tmp_path) -> None:
-    # SuperBPE's stage 2 would merge it whole (one pre-token of 70 MB): refused at once, naming the file and bytes.
+    # SuperBPE's stage 2 would merge it whole (one pre-token of 70 MB, in gigabytes): refused at once, naming the file
+    # and bytes.
     corpus = tmp_path / "prose.txt"
     with open(corpus, "w", encoding="utf-8") as file:
         file.write("12 numbered start" + EOT)

@@ -216,6 +216,8 @@ def test_long_stretches_without_a_cut_are_refused_before_stage_one(tmp_path: Pat
     with pytest.raises(InputError, match=r"corpus.txt: between bytes 0 and 206, more than 64 bytes with no number"):
         train_bpe(path, 300, [ENDOFTEXT], superword_from=280, num_workers=1)
     superword_passes.check_stage_two_files([path], [ENDOFTEXT], r"\S+|\s+")  # a custom pattern: cut at specials
+    with pytest.raises(InputError, match="a text holds 206 bytes with no number and no special token"):
+        train_bpe_from_iterator(["word " * 41 + "x"], 300, superword_from=280, num_workers=1)  # not a file
     path.write_text("a b 1 " + "word 3 " * 40, encoding="utf-8")  # numbers cut it
     texts = [path.read_text(encoding="utf-8")]
     assert train_bpe(path, 300, superword_from=270, num_workers=1) == reference_superword_train(texts, 300, 270)
