@@ -124,15 +124,17 @@ def gather_card_data(directory: PathArg, *, eval_corpora: Sequence[PathArg] = ()
     """Check the options and the directory, then evaluate the corpora (the long part) for `write_model_card`; the
     tokenizer and the token counts are read from the directory unless given."""
     from hf_bpe.evaluation.baselines import NamedTokenizer, load_directory_tokenizer, resolve_baseline
-    from hf_bpe.evaluation.languages import check_parity_reference, language_report
     from hf_bpe.evaluation.token_counts import load_token_counts
 
     for code in language:
         if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*", code):
             raise InputError(f"--language {code!r} is not a language code such as en, de or zh-Hans")
     names = [None] * len(eval_corpora) + list(eval_languages or {})
-    check_parity_reference(parity_reference, names, "--eval-corpus")
     corpora = [*eval_corpora, *(eval_languages or {}).values()]
+    if corpora or parity_reference is not None:  # evaluation (and its regex) is imported only to evaluate
+        from hf_bpe.evaluation.languages import check_parity_reference, language_report
+
+        check_parity_reference(parity_reference, names, "--eval-corpus")
     directory = Path(directory)
     info = read_training_info(directory) if training_info is None else training_info
     license = license if license is not None else info.get("license")
