@@ -20,8 +20,9 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    in a pass of its own instead.
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
-   (the lemma of `cut_at_rare_pairs`). The merge loop then runs over the distinct parts down to the cut: its merges
-   and final segmentation are those of merging the whole documents.
+   (the lemma of `cut_at_rare_pairs`); the parts the sample kept whole where their pair counts less than the cut
+   are cut again in the parent (`PartTally.recut`). The merge loop then runs over the distinct parts down to the
+   cut: its merges and final segmentation are those of merging the whole documents.
 3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more),
    the cut is lowered, the parts are counted again at it, and merging goes on from the merges made so far: each
    part is split as the tokenizer made so far encodes it (the extension's start state,
@@ -30,8 +31,9 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    asked of it gets there.
 
 The merges are exactly those of merging the documents whole (`hf_bpe.train._reference.reference_superword_train`).
-Memory: each worker holds one chunk's pre-tokens and the tables it has not handed over yet (`StageTwoCounts.full`);
-the parent, the distinct parts and the pair table (a few bytes per distinct pair).
+Memory: each worker holds one chunk's pre-tokens, its piece cache (`superword.PIECE_CACHE`) and the tables it has
+not handed over yet (`StageTwoCounts.full`); the parent, the distinct parts and the pair table (a few bytes per
+distinct part id and per distinct pair), and sorting them when they are added up. Measured in docs/benchmarks.md.
 
 >>> from hf_bpe import train_bpe_from_iterator
 >>> texts = ["the cat sat on the mat. the cat sat."] * 3
