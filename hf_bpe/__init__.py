@@ -26,7 +26,7 @@ from hf_bpe.encode import Tokenizer
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.pretokenize.patterns import PATTERNS
 from hf_bpe.train import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
-from hf_bpe.train.extend import extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator
+from hf_bpe.train.starts.extend import extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator
 
 if TYPE_CHECKING:
     from hf_bpe.hf.tokenizer import HFBPETokenizer

@@ -1,4 +1,5 @@
-"""Benchmark pre-token counting (hf_bpe.train.count): time, CPU and peak memory, on corpus files up to gigabytes.
+"""Benchmark pre-token counting (hf_bpe.train.counting.count): time, CPU and peak memory, on corpus files up to
+gigabytes.
 
     python scripts/bench_count.py CORPUS... [--workers 1 2] [--chunk-bytes N] [--rounds 3] [--reference]
                                   [--iterator]
@@ -43,14 +44,14 @@ def run_one(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> None
     elif kind == "iterator":
         import datasets
 
-        from hf_bpe.train.count import count_pretokens_in_iterator
+        from hf_bpe.train.counting.count import count_pretokens_in_iterator
 
         datasets.disable_progress_bars()
         stream = datasets.load_dataset("text", data_files=paths, split="train", streaming=True)
         counts = count_pretokens_in_iterator((row["text"] for row in stream), [SPECIAL], num_workers=workers,
                                              progress=False)
     else:
-        from hf_bpe.train.count import count_pretokens_in_files
+        from hf_bpe.train.counting.count import count_pretokens_in_files
 
         counts = count_pretokens_in_files(paths, [SPECIAL], num_workers=workers, chunk_bytes=chunk_bytes,
                                           progress=False)

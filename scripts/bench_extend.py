@@ -8,8 +8,8 @@ repeats):
 
 * The merge phase (`extend`, `scratch`): both count the corpus the same way (GPT-2's pattern, documents split at
   `<|endoftext|>`, `--workers` processes), then run the merge phase: `extend` continues GPT-2
-  (`hf_bpe.train.extend.extend_bpe_from_counts`, which first splits every distinct pre-token into GPT-2 tokens with
-  hf_bpe's encoder, in `--workers` processes) up to 50,257 + `--merges` tokens; `scratch` trains `--merges` merges
+  (`hf_bpe.train.starts.extend.extend_bpe_from_counts`, which first splits every distinct pre-token into GPT-2 tokens
+  with hf_bpe's encoder, in `--workers` processes) up to 50,257 + `--merges` tokens; `scratch` trains `--merges` merges
   from the bytes (`train_bpe_from_counts`, vocab 256 + merges + 1). Reported per run: counting and merge-phase
   seconds (wall, and CPU of the process and its finished workers, steadier on a shared machine); extending's
   include splitting the pre-tokens, also timed apart (`segmenting_*`), but not loading GPT-2's files
@@ -51,8 +51,8 @@ def run_case(case: str, corpus: str, merges: int, workers: int | None) -> dict:
     from hf_bpe.common.parallel import default_num_workers, peak_memory_bytes
     from hf_bpe.evaluation.baselines import gpt2_tokenizer
     from hf_bpe.train.api import train_bpe_from_counts
-    from hf_bpe.train.count import count_pretokens_in_files
-    from hf_bpe.train.extend import base_words, extend_bpe_from_counts
+    from hf_bpe.train.counting.count import count_pretokens_in_files
+    from hf_bpe.train.starts.extend import base_words, extend_bpe_from_counts
 
     wall = time.perf_counter()
     counts = count_pretokens_in_files([corpus], [EOT], num_workers=workers, progress=False)

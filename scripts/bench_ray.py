@@ -48,8 +48,8 @@ from bench_results import append_result
 from hf_bpe.cluster.local_cluster import LocalRayCluster
 from hf_bpe.cluster.store_stats import ObjectStoreMonitor
 from hf_bpe.data.shards import file_sha256
-from hf_bpe.train.count import count_pretokens_in_files
-from hf_bpe.train.ray_counting import RayCountingEngine
+from hf_bpe.train.counting.count import count_pretokens_in_files
+from hf_bpe.train.counting.ray_counting import RayCountingEngine
 
 SPECIAL = "<|endoftext|>"
 

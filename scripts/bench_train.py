@@ -151,7 +151,7 @@ def run_tool(tool: str, paths: list[str], vocab_size: int, workers: int | None, 
 
 def merge_loop_variants(queues: bool, stores: bool) -> list[tuple[str, str]]:
     """The (store, queue) pairs to time: each queue with the default store, each store with the default queue."""
-    from hf_bpe.train.merge_loop import DEFAULT_QUEUE, DEFAULT_STORE
+    from hf_bpe.train.merging.merge_loop import DEFAULT_QUEUE, DEFAULT_STORE
 
     variants = [(DEFAULT_STORE, queue) for queue in QUEUES] if queues else []
     variants += [(store, DEFAULT_QUEUE) for store in STORES if stores and (store, DEFAULT_QUEUE) not in variants]
@@ -162,8 +162,8 @@ def run_merge_loops(paths: list[str], vocab_size: int, workers: int | None, repe
                     variants: list[tuple[str, str]]) -> dict:
     """Count once, then time the merge loop in each variant, alternating (CPU and wall seconds); check that all give
     the same merges; and size each store's structures."""
-    from hf_bpe.train.count import count_pretokens_in_files
-    from hf_bpe.train.merge_loop import merge_pairs
+    from hf_bpe.train.counting.count import count_pretokens_in_files
+    from hf_bpe.train.merging.merge_loop import merge_pairs
 
     counts = count_pretokens_in_files(paths, SPECIAL_TOKENS, num_workers=workers, progress=False, pattern=pattern)
     num_merges = vocab_size - 256 - len(SPECIAL_TOKENS)
@@ -190,8 +190,8 @@ def store_structures(counts: dict[bytes, int], store: str) -> dict:
     sees numpy's arrays and Python's objects: resident memory would show freed pages reused instead)."""
     import tracemalloc
 
-    from hf_bpe.train.flat_corpus import FlatCorpus
-    from hf_bpe.train.merge_loop import _Corpus, _Words
+    from hf_bpe.train.merging.flat_corpus import FlatCorpus
+    from hf_bpe.train.merging.merge_loop import _Corpus, _Words
 
     tracemalloc.start()
     words = _Words.of_counts(counts)

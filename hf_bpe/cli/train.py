@@ -119,8 +119,8 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
     from hf_bpe.pretokenize import UNICODE_VERSION, preset_name, resolve_pattern
     from hf_bpe.train.api import check_trainer_options, train_bpe_from_counts
-    from hf_bpe.train.extend import extend_bpe_from_counts
-    from hf_bpe.train.superword_passes import check_stage_two_files, train_superwords
+    from hf_bpe.train.starts.extend import extend_bpe_from_counts
+    from hf_bpe.train.starts.superword_passes import check_stage_two_files, train_superwords
 
     base = extension_base(args)
     special_tokens = training_special_tokens(args) if base is None else list(base.special_tokens)
@@ -277,7 +277,7 @@ def extension_base(args: argparse.Namespace) -> Any:
             raise InputError(f"--extend takes the pattern and special tokens from BASE, so {flag} cannot be given")
     from hf_bpe.encode.tokenizer import Tokenizer
     from hf_bpe.evaluation.baselines import TIKTOKEN_SPECIAL_TOKENS, resolve_baseline
-    from hf_bpe.train.extend import load_base
+    from hf_bpe.train.starts.extend import load_base
 
     base = load_base(args.extend) if Path(args.extend).is_dir() else resolve_baseline(args.extend).tokenizer
     if not isinstance(base, Tokenizer):  # a rank file (cl100k=PATH), which baselines encode with tiktoken
@@ -291,9 +291,9 @@ def extension_base(args: argparse.Namespace) -> Any:
 
 def superword_options(args: argparse.Namespace, base: Any, special_tokens: list[str]) -> tuple[int, str, Any] | None:
     """(--superword-from, the regex of --superword-pattern, and with --extend BASE, BASE's first tokens as stage 1:
-    `hf_bpe.train.superword_extend.SuperwordsOnBase`), checked, or None without --superword-from."""
-    from hf_bpe.train.superword import check_superword_options
-    from hf_bpe.train.superword_extend import check_superwords_on_base
+    `hf_bpe.train.starts.superword_extend.SuperwordsOnBase`), checked, or None without --superword-from."""
+    from hf_bpe.train.starts.superword import check_superword_options
+    from hf_bpe.train.starts.superword_extend import check_superwords_on_base
 
     try:
         if base is not None:
@@ -341,8 +341,8 @@ def count_training_corpus(args: argparse.Namespace, inputs: list[str | Path], so
     counted with `pattern` when given (SuperBPE's stage 2), else with --pattern; `convert` as
     `count_pretokens_in_files` takes it (a stage-2 pass)."""
     from hf_bpe.common.files import check_input_files
-    from hf_bpe.train import count
-    from hf_bpe.train.count import counting_engine
+    from hf_bpe.train.counting import count
+    from hf_bpe.train.counting.count import counting_engine
 
     engine_options = {"engine": counting_engine(args.engine, args.ray_address),
                       "pattern": args.pattern if pattern is None else pattern, "convert": convert}

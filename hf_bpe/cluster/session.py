@@ -1,6 +1,6 @@
 """Connecting to a Ray cluster, and what every hf_bpe job on one shares: the code check and keeping actors busy.
 
-The Ray engines are `hf_bpe.train.ray_counting.RayCountingEngine` (counting for training) and
+The Ray engines are `hf_bpe.train.counting.ray_counting.RayCountingEngine` (counting for training) and
 `hf_bpe.data.ray_tokenize.tokenize_dataset_ray` (token arrays); both are optional (`pip install "hf_bpe[ray]"`), and
 ray is imported only when they run.
 
@@ -25,7 +25,8 @@ from hf_bpe.common.errors import InputError
 
 RAY_INSTALL_HINT = "pip install 'hf_bpe[ray]' (or pip install ray)"
 # Where hf_bpe's work runs: worker processes on this machine, or a Ray cluster. Each protocol has one switch over these
-# names: `hf_bpe.train.count.counting_engine` for counting, `hf_bpe.data.engines.tokenize_dataset_on` for token arrays.
+# names: `hf_bpe.train.counting.count.counting_engine` for counting, `hf_bpe.data.engines.tokenize_dataset_on` for
+# token arrays.
 ENGINES = ("local", "ray")
 # The hf_bpe package directory, as Ray workers must import it (found from here: this module must not import hf_bpe's
 # top level, which imports the stages above it).

@@ -311,7 +311,7 @@ def every_other_in_runs(take: np.ndarray, following: np.ndarray) -> np.ndarray:
     if not adjacent.any():
         return take
     # int32 and in place: `hf_bpe.encode.long_words` calls this on slices of a giant pre-token, in bounded memory
-    # (and `hf_bpe.train.flat_corpus` on a merge's occurrences).
+    # (and `hf_bpe.train.merging.flat_corpus` on a merge's occurrences).
     index = np.arange(take.size, dtype=np.int32 if take.size < 2**31 else np.int64)
     run_start = np.where(np.concatenate(([True], ~adjacent)), index, 0)
     np.maximum.accumulate(run_start, out=run_start)

@@ -1,7 +1,8 @@
 """Evaluating tokenizers on corpora: bytes per token, tokens per word, and how much of the vocabulary a corpus uses.
 
 `evaluate(tokenizers, corpora)` encodes each UTF-8 file with each tokenizer (the fast encoder, `encode_to_numpy`) and
-counts every token id. Each file is read once, in chunks cut at safe places (`hf_bpe.train.count.find_chunk_boundaries`,
+counts every token id. Each file is read once, in chunks cut at safe places
+(`hf_bpe.train.counting.count.find_chunk_boundaries`,
 keeping only cuts at a single space between two non-whitespace characters, where every preset pattern, GPT-2's
 included, can be cut, and inside no special token of any tokenizer), and large files are spread over worker
 processes; every chunk goes through every tokenizer. The counts equal those of encoding the whole file at once:
@@ -38,7 +39,7 @@ from hf_bpe.common.parallel import default_num_workers, process_pool, progress_b
 from hf_bpe.evaluation.baselines import NamedTokenizer
 from hf_bpe.evaluation.token_counts import COUNT_DTYPE
 from hf_bpe.pretokenize import WHITESPACE_CHARS, compile_pattern
-from hf_bpe.train.count import find_chunk_boundaries
+from hf_bpe.train.counting.count import find_chunk_boundaries
 
 # Python's whitespace (`str.isspace`, what `str.split()` splits at), and scripts written without spaces.
 WHITESPACE_RANGES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -18,7 +18,7 @@ the plain pattern on adversarial text):
    any other whitespace character stands alone, because the pattern makes it a pre-token of its own. So every
    pre-token lies inside one *piece*: an optional space and a run of non-whitespace, or whitespace only (one
    pre-token). `split_into_pieces` makes them with one C-level `re.findall`; counting pieces first and
-   pre-tokenizing only the distinct ones is what makes corpus counting fast (see hf_bpe.train.count).
+   pre-tokenizing only the distinct ones is what makes corpus counting fast (see hf_bpe.train.counting.count).
 """
 
 from __future__ import annotations

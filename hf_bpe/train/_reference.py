@@ -1,4 +1,4 @@
-"""A slow, obviously correct BPE trainer: the definition that `hf_bpe.train.merge_loop` must match exactly.
+"""A slow, obviously correct BPE trainer: the definition that `hf_bpe.train.merging.merge_loop` must match exactly.
 
 Every step counts all adjacent pairs from scratch, takes the max by (count, (left bytes, right bytes)), and merges it
 left to right in every word. Only for tests on small inputs. Training may also continue from a base tokenizer's

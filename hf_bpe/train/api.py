@@ -1,8 +1,9 @@
 """The public training functions: from files, from any iterable of texts, from pre-token counts.
 
-Each checks its arguments before any work, counts pre-tokens (`hf_bpe.train.count`) with the engine it is given
-(`hf_bpe.train.local_engine` or `hf_bpe.train.ray_counting`), and runs the merge loop
-(`hf_bpe.train.merge_loop.merge_pairs`). Ids 0-255 are the bytes, then one id per merge, then the special tokens.
+Each checks its arguments before any work, counts pre-tokens (`hf_bpe.train.counting.count`) with the engine it is given
+(`hf_bpe.train.counting.local_engine` or `hf_bpe.train.counting.ray_counting`), and runs the merge loop
+(`hf_bpe.train.merging.merge_loop.merge_pairs`). Ids 0-255 are the bytes, then one id per merge, then the special
+tokens.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.formats.gpt2 import str_to_token, unicode_to_bytes
 from hf_bpe.pretokenize import resolve_pattern, validate_special_tokens
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size, report_training
-from hf_bpe.train.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
-from hf_bpe.train.merge_loop import Merges, Vocab, _merge, _Words
-from hf_bpe.train.superword import check_superword_options
-from hf_bpe.train.superword_passes import StageTwoPass, check_stage_two_files, train_superwords
+from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge, _Words
+from hf_bpe.train.starts.superword import check_superword_options
+from hf_bpe.train.starts.superword_passes import StageTwoPass, check_stage_two_files, train_superwords
 
 
 def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
@@ -44,9 +45,9 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     when the best pair occurs fewer than `min_frequency` times, and no merge makes a token of `max_token_length`
     bytes or more, except the merges of two single bytes (BpeTrainer's own check, in characters of the byte-level
     alphabet: one per byte; so `max_token_length=16` gives tokens of at most 15 bytes). Continuing from a base
-    tokenizer: `hf_bpe.train.extend`.
+    tokenizer: `hf_bpe.train.starts.extend`.
 
-    `superword_from=T` trains SuperBPE's superword tokens (`hf_bpe.train.superword`): up to T tokens (counted as
+    `superword_from=T` trains SuperBPE's superword tokens (`hf_bpe.train.starts.superword`): up to T tokens (counted as
     `vocab_size` counts them) with `pattern`, then on the corpus counted again with `superword_pattern` (None:
     SuperBPE's published pre-tokenization, "superword"), whose pre-tokens run across spaces. Save and encode the
     result with the superword pattern.
@@ -111,7 +112,7 @@ def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], 
                    verbose: bool, min_frequency: int, max_token_length: int | None, num_workers: int | None
                    ) -> tuple[Vocab, Merges]:
     """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
-    go on in counting passes with the stage-2 pattern (`hf_bpe.train.superword_passes`): `count(regex, convert)`
+    go on in counting passes with the stage-2 pattern (`hf_bpe.train.starts.superword_passes`): `count(regex, convert)`
     counts the corpus, each task's counts converted where they are counted (in the workers)."""
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
@@ -136,7 +137,8 @@ def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_
                           *, progress: bool | None = None, verbose: bool = False, pattern: str | None = None,
                           token_counts: np.ndarray | None = None, min_frequency: int = 0,
                           max_token_length: int | None = None, consume_counts: bool = False) -> tuple[Vocab, Merges]:
-    """Train on pre-token counts, e.g. from `hf_bpe.train.count.count_pretokens`: {pre-token bytes: occurrences}.
+    """Train on pre-token counts, e.g. from `hf_bpe.train.counting.count.count_pretokens`: {pre-token bytes:
+    occurrences}.
 
     `pattern`, the pattern the counts were made with, is only checked (InputError for a bad one): the counts are
     already pre-tokens. `token_counts`, a uint64 array of `vocab_size` zeros, receives how often each token id occurs

@@ -1,6 +1,6 @@
 """What every way of training shares: the checks of the vocab size and of HF BpeTrainer's options, and the
-`verbose=True` summary line (plain training: `hf_bpe.train.api`; continuing from a base: `hf_bpe.train.extend`;
-SuperBPE's two stages: `hf_bpe.train.superword`).
+`verbose=True` summary line (plain training: `hf_bpe.train.api`; continuing from a base: `hf_bpe.train.starts.extend`;
+SuperBPE's two stages: `hf_bpe.train.starts.superword`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from tests.cli.faults import EOT, finish, one_line, start
 from tests.cli.test_train_extend import converted_rank_file, run
 from tests.formats.test_tiktoken_files import CL100K_SPECIALS, cl100k_file
 from tests.hf.test_loading import assert_loaders_give_the_training_segmentation
-from tests.train.test_superword_extend import AUTHORS_PATTERN
+from tests.train.starts.test_superword_extend import AUTHORS_PATTERN
 
 LOADERS = ("auto", "tokenizers", "hf_bpe_class", "remote_code", "hf_bpe", "tiktoken")
 NEW_TOKENS = 300

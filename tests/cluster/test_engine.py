@@ -29,8 +29,8 @@ from hf_bpe.data.shards import ShardManifest, file_sha256, load_sharded_tokens, 
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from hf_bpe.train.api import train_bpe, train_bpe_from_counts
-from hf_bpe.train.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
-from hf_bpe.train.ray_counting import RayCountingEngine
+from hf_bpe.train.counting.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.train.counting.ray_counting import RayCountingEngine
 from tests import FIXTURES, REPO
 from tests.cluster import connected_cluster
 

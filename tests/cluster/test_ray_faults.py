@@ -31,8 +31,8 @@ from hf_bpe.data.ray_tokenize import tokenize_dataset_ray
 from hf_bpe.data.shards import ShardManifest, shard_name
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
-from hf_bpe.train.count import count_pretokens_in_files
-from hf_bpe.train.ray_counting import RayCountingEngine
+from hf_bpe.train.counting.count import count_pretokens_in_files
+from hf_bpe.train.counting.ray_counting import RayCountingEngine
 from tests import FIXTURES, REPO
 from tests.cluster import connected_cluster
 
@@ -161,7 +161,7 @@ class KillAWorkerAfter:
 
 
 def test_ray_counting_survives_a_worker_killed_mid_job(cluster, dataset):
-    from hf_bpe.train.count import _FileTask, find_chunk_boundaries
+    from hf_bpe.train.counting.count import _FileTask, find_chunk_boundaries
 
     source, _ = dataset
     size = source.stat().st_size

@@ -164,7 +164,7 @@ def test_ctrl_c_stops_the_workers_with_one_interrupt_in_the_parent_only(tmp_path
 
     code = f"""
         import sys, time
-        from hf_bpe.train.count import count_pretokens_in_iterator
+        from hf_bpe.train.counting.count import count_pretokens_in_iterator
         from hf_bpe.common.parallel import process_pool
         def texts():
             print("started", flush=True)

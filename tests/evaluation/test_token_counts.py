@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import hf_bpe.train.flat_corpus
+import hf_bpe.train.merging.flat_corpus
 from hf_bpe.cli.main import main
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.tokenizer import Tokenizer
@@ -28,7 +28,7 @@ from hf_bpe.evaluation.token_counts import (
 from hf_bpe.formats.hf_directory import load_tokenizer_directory
 from hf_bpe.pretokenize import SpecialTokenSplitter
 from hf_bpe.train.api import train_bpe_from_counts
-from hf_bpe.train.count import count_pretokens
+from hf_bpe.train.counting.count import count_pretokens
 from tests import FIXTURES
 
 EOT, PAD = "<|endoftext|>", "<|pad|>"
@@ -72,7 +72,7 @@ def test_counts_from_the_merge_loop_equal_encoding_the_corpus(texts: list[str], 
     vocab_size += len(special_tokens)
     from_merge_loop = np.zeros(vocab_size, dtype=COUNT_DTYPE)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "INDEX_BLOCK", block)
         vocab, merges = train_bpe_from_counts(pretokens, vocab_size, special_tokens, token_counts=from_merge_loop)
     assert (vocab, merges) == train_bpe_from_counts(pretokens, vocab_size, special_tokens)
     assert not from_merge_loop[len(vocab):].any()

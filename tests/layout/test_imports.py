@@ -6,7 +6,7 @@ The stages, lowest first (a stage may import any stage of a lower rank, and modu
     pretokenize, cluster      the pattern and special tokens; connecting to Ray
     formats                   GPT-2 files, the HF directory, tiktoken files
     encode                    Tokenizer
-    train                     counting and the merge loop
+    train                     counting, the merge loop, and its start states (each a package of its own)
     hf, data                  the transformers adapter; token arrays
     evaluation                model cards
     cli                       the commands
@@ -81,6 +81,32 @@ def test_no_import_circles() -> None:
 
     for module in graph:
         visit(module, [])
+
+
+# Inside train, by concern: counting and the merge loop stand alone; start states use both; the API uses all.
+TRAIN_RANKS = {"counting": 0, "merging": 0, "checks": 0, "_reference": 0, "starts": 1, "api": 2, "__init__": 3}
+MAX_MODULES_PER_PACKAGE = 20
+
+
+def train_part(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_train_parts_import_only_parts_below_them() -> None:
+    train = {importer: {m for m in modules if stage(m) == "train"} for importer, modules in imports().items()
+             if stage(importer) == "train"}
+    assert {train_part(module) for module in train} <= set(TRAIN_RANKS)
+    wrong = [(importer, imported) for importer, modules in train.items() for imported in modules
+             if train_part(imported) != train_part(importer)
+             and TRAIN_RANKS[train_part(imported)] >= TRAIN_RANKS[train_part(importer)]]
+    assert wrong == []
+
+
+def test_packages_stay_flat_enough() -> None:
+    crowded = {str(package.relative_to(PACKAGE)): len(list(package.glob("*.py"))) for package in PACKAGE.rglob("*")
+               if package.is_dir() and (package / "__init__.py").exists()}
+    assert {name: count for name, count in crowded.items() if count > MAX_MODULES_PER_PACKAGE} == {}
 
 
 def test_modules_stay_small() -> None:

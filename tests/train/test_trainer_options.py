@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hf_bpe.formats.gpt2 import str_to_token
 from hf_bpe.train._reference import merge_word, reference_counts, reference_train_from_counts
 from hf_bpe.train.api import train_bpe_from_counts, train_bpe_from_iterator
-from hf_bpe.train.merge_loop import QUEUES, STORES, merge_pairs
+from hf_bpe.train.merging.merge_loop import QUEUES, STORES, merge_pairs
 
 differential = settings(max_examples=60, deadline=None)
 words = st.lists(st.sampled_from(["a", "b", "c", "ab", "abc", "aaa", "é", "ca"]), min_size=1, max_size=10).map(

@@ -1,5 +1,5 @@
 """SuperBPE's stage-2 start state from segmented pre-tokens: the words, their pair counts, and the words cut at rare
-pairs (`hf_bpe.train.superword` runs the stages).
+pairs (`hf_bpe.train.starts.superword` runs the stages).
 
 A stage-2 pre-token arrives as its stage-1 ids packed in the smallest unsigned dtype that holds them
 (`segment_dtype`: uint16 below 65,536 ids), so that the counts of whole documents, the ids joined end to end and the
@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.pair_runs import sorted_pair_runs, stable_order
+from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.merging.pair_runs import sorted_pair_runs, stable_order
 
 # Pairs of stage-1 tokens are counted this many positions at a time.
 PAIR_BLOCK = 1 << 18
@@ -147,8 +147,8 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, frequent: np.ndarray, to
     L and R, the same two first tokens (L's last and R's first, as the merges built L and R), so (L, R) counts at most
     what that pair of first tokens counts. So as long as the best pair counts `cut_below` or more, merging the parts
     makes the merges of merging the words, and the same final segmentation; below it, the words must be cut at a
-    lower count (`hf_bpe.train.superword_passes`). Stage-2 words are documents, few of them alike; their parts are
-    mostly phrases, many of them alike, so the merge loop holds far fewer positions.
+    lower count (`hf_bpe.train.starts.superword_passes`). Stage-2 words are documents, few of them alike; their parts
+    are mostly phrases, many of them alike, so the merge loop holds far fewer positions.
 
     The parts of each length are told apart in numpy: by one uint64 of their ids when they fit in 64 bits, else by
     their bytes (a void dtype), sorted, and the frequencies of equal ones summed (int64, exact).

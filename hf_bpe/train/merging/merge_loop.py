@@ -1,10 +1,10 @@
 """Byte-level BPE training's merge loop: from pre-token counts, repeatedly merge the most frequent adjacent pair.
 
 The merge loop follows the classic incremental algorithm (as in HF tokenizers' BpeTrainer), tuned for CPython. It
-holds the words in one of two stores that give the same merges: `hf_bpe.train.flat_corpus.FlatCorpus` (the default,
-`store="flat"`: all words as linked positions in flat arrays, the big merges applied with numpy, the small ones in
-Python, pairs made below a speculative floor left out) and `_Corpus` (`store="strings"`, described here: one `str`
-per word, kept as the plain alternative the tests compare with):
+holds the words in one of two stores that give the same merges: `hf_bpe.train.merging.flat_corpus.FlatCorpus` (the
+default, `store="flat"`: all words as linked positions in flat arrays, the big merges applied with numpy, the small
+ones in Python, pairs made below a speculative floor left out) and `_Corpus` (`store="strings"`, described here: one
+`str` per word, kept as the plain alternative the tests compare with):
 
 * Pre-tokens are deduplicated and kept as `words` with a `frequency` each. A word is a `str` whose characters are
   token ids (`chr(id)`), so replacing a pair everywhere in a word is one C-level `str.replace`, which merges
@@ -51,9 +51,9 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from hf_bpe.common.parallel import progress_bar
-from hf_bpe.train.flat_corpus import FlatCorpus, speculative_floor, words_of
-from hf_bpe.train.pair_runs import PairRuns
-from hf_bpe.train.queues import QUEUES
+from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.merging.pair_runs import PairRuns
+from hf_bpe.train.merging.queues import QUEUES
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -101,9 +101,9 @@ class _Words:
 
     - Plain training (`of_counts`): `data` is the words' bytes, each byte its own token id; `token_bytes` is None,
       meaning the 256 bytes, and the first new token is 256.
-    - Continuing from a base tokenizer (`hf_bpe.train.base_words.base_words`): `data` is an int32 array of the base's
-      token ids, the words as the base encodes them; `token_bytes[id]` is each base id's bytes (None for an id the
-      base does not use, and for its special tokens, which are in no word), so the first new token is
+    - Continuing from a base tokenizer (`hf_bpe.train.starts.base_words.base_words`): `data` is an int32 array of
+      the base's token ids, the words as the base encodes them; `token_bytes[id]` is each base id's bytes (None for an
+      id the base does not use, and for its special tokens, which are in no word), so the first new token is
       `len(token_bytes)`, the id after the base's largest. Every id must be at most `MAX_TOKEN_ID`.
 
     >>> words = _Words.of_counts({b"ab": 3, b"a": 5, b"abc": 1})
@@ -118,9 +118,9 @@ class _Words:
                                                 else token_bytes)
         self.first_new_id = len(self.token_bytes)
         # Tokens that no id of `token_bytes` stands for and that a merge must not make either (the base's tokens that
-        # `hf_bpe.train.base_words.compact_ids` leaves out).
+        # `hf_bpe.train.starts.base_words.compact_ids` leaves out).
         self.other_tokens: frozenset[bytes] = frozenset()
-        # The words' pairs sorted by blocks of the flat store's positions (`hf_bpe.train.base_words.base_words`);
+        # The words' pairs sorted by blocks of the flat store's positions (`hf_bpe.train.starts.base_words.base_words`);
         # used up.
         self.pair_runs: list[PairRuns] | None = None
 

@@ -1,6 +1,6 @@
 """Superwords on top of an existing tokenizer, as SuperBPE's authors do it (`scripts/extend_existing_tokenizer.sh`):
 a base tokenizer's first N tokens are stage 1, and SuperBPE's stage 2 learns superword merges on a corpus up to
-`vocab_size` (`hf_bpe.train.superword_passes.train_superwords`, in the same counting passes as training from
+`vocab_size` (`hf_bpe.train.starts.superword_passes.train_superwords`, in the same counting passes as training from
 scratch: every engine, worker count and dataset works the same).
 
 N counts tokens as `vocab_size` does: the 256 bytes, the base's first N - 256 - S merges and its S special tokens.
@@ -42,9 +42,9 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.tokenizer import Tokenizer
-from hf_bpe.train.merge_loop import Merges, Vocab
-from hf_bpe.train.superword import check_superword_options
-from hf_bpe.train.superword_passes import CountPass, train_superwords
+from hf_bpe.train.merging.merge_loop import Merges, Vocab
+from hf_bpe.train.starts.superword import check_superword_options
+from hf_bpe.train.starts.superword_passes import CountPass, train_superwords
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Counting pre-tokens on a Ray cluster, with the same counts as the local worker processes.
 
-`RayCountingEngine(address)` is a counting engine for `hf_bpe.train.count` (`count_pretokens_in_files(...,
+`RayCountingEngine(address)` is a counting engine for `hf_bpe.train.counting.count` (`count_pretokens_in_files(...,
 engine=RayCountingEngine(address))`, `train_bpe(..., engine="ray")`): the chunks the local engine would count
 (byte ranges cut at the same safe places) are counted by one Ray actor per cluster CPU, each keeping one
 `PieceCounter` and converting it to pre-token counts once, exactly like a local worker process. The actors then add
@@ -23,12 +23,12 @@ from typing import Any
 from hf_bpe.cluster.session import cluster_cpus, code_fingerprint, ray_session
 from hf_bpe.cluster.workers import ClusterWorker, WorkerPool, WorkersLost
 from hf_bpe.common.errors import InputError
-from hf_bpe.train.local_engine import check_num_workers
-from hf_bpe.train.piece_counter import PieceCounter, add_counts
+from hf_bpe.train.counting.local_engine import check_num_workers
+from hf_bpe.train.counting.piece_counter import PieceCounter, add_counts
 
 
 class RayCountingEngine:
-    """The `hf_bpe.train.count.CountingEngine` that counts on a Ray cluster (see the module docstring).
+    """The `hf_bpe.train.counting.count.CountingEngine` that counts on a Ray cluster (see the module docstring).
 
     `num_workers` is the number of counting actors (default: one per CPU of the cluster). The result is the same
     Counter the local engine returns: each chunk is counted once by the same `run`, and counts add up exactly.

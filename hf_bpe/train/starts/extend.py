@@ -1,7 +1,7 @@
 """Continue training from a base tokenizer's merges: extend GPT-2's, Llama 3's or one's own tokenizer with merges
 learned on new text, every base id and merge unchanged.
 
-It is the one merge loop (`hf_bpe.train.merge_loop._merge`) from another start state (`merge_loop._Words`): each
+It is the one merge loop (`hf_bpe.train.merging.merge_loop._merge`) from another start state (`merge_loop._Words`): each
 distinct pre-token of the corpus is split into base tokens by hf_bpe's encoder (`Tokenizer.merge_pretoken_arrays`:
 the base merges in rank order, in numpy batches, giant pre-tokens in bounded memory; shortest first, in worker
 processes, while this process sorts the pairs of the batches done: `base_words`), and merging goes on from that
@@ -20,7 +20,7 @@ The interface, for continuing from any stage (SuperBPE's stage 2 is `extend_bpe(
   the pattern trained with (`hf_bpe.save_tokenizer_directory(..., base.special_tokens, pattern=...)`).
 - `min_frequency` and `max_token_length` as `hf_bpe.train_bpe` takes them;
 - `superword_from=N` and `superword_pattern` (`extend_bpe`, `extend_bpe_from_iterator`): SuperBPE's superwords on top
-  of the base's first N tokens instead (`hf_bpe.train.superword_extend`).
+  of the base's first N tokens instead (`hf_bpe.train.starts.superword_extend`).
 
 >>> from hf_bpe import Tokenizer
 >>> base = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"lo", 257: b"<|endoftext|>"}, [(b"l", b"o")],
@@ -48,13 +48,13 @@ from hf_bpe.encode.directory import load_directory_tokenizer
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2_merges, load_gpt2_vocab
 from hf_bpe.pretokenize import resolve_pattern
-from hf_bpe.train.base_words import continue_from_base
 from hf_bpe.train.checks import check_trainer_options, check_vocab_size
-from hf_bpe.train.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
-from hf_bpe.train.merge_loop import Merges, Vocab
+from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.merging.merge_loop import Merges, Vocab
+from hf_bpe.train.starts.base_words import continue_from_base
 
 if TYPE_CHECKING:
-    from hf_bpe.train.superword_extend import SuperwordsOnBase
+    from hf_bpe.train.starts.superword_extend import SuperwordsOnBase
 
 
 
@@ -96,7 +96,8 @@ def extend_bpe(base: Tokenizer | PathArg, input_path: PathArg | Sequence[PathArg
 
     `superword_from=N` learns SuperBPE's superwords on top of the base's first N tokens instead (counted as
     `vocab_size` counts them; N = the base's size keeps every base id), on the corpus cut with `superword_pattern`
-    (None: SuperBPE's published one); save the result with the superword pattern (`hf_bpe.train.superword_extend`).
+    (None: SuperBPE's published one); save the result with the superword pattern
+    (`hf_bpe.train.starts.superword_extend`).
 
     >>> vocab, merges = extend_bpe("gpt2-dir", "new_language.txt", 50257 + 8000)  # doctest: +SKIP
     >>> vocab, merges = extend_bpe("gpt2-dir", "corpus.txt", 60000, superword_from=50257)  # doctest: +SKIP
@@ -143,7 +144,7 @@ def extend_bpe_from_iterator(base: Tokenizer | PathArg, texts: Iterable[str], vo
 def _superwords_on_base(base: Tokenizer, superword_from: int | None, superword_pattern: str | None,
                         vocab_size: int, pattern: str | None) -> SuperwordsOnBase | None:
     """`superword_extend.check_superwords_on_base`, imported when called: its stage 2 imports this module."""
-    from hf_bpe.train.superword_extend import check_superwords_on_base
+    from hf_bpe.train.starts.superword_extend import check_superwords_on_base
 
     return check_superwords_on_base(base, superword_from, superword_pattern, vocab_size, pattern)
 

@@ -1,5 +1,5 @@
-"""Tests for hf_bpe.train.tallies: the numpy tables of counts add up as Counters do, however the entries arrive, and
-a counting worker hands them over once they are full (hf_bpe.train.piece_counter.PieceCounter.ready)."""
+"""Tests for hf_bpe.train.starts.tallies: the numpy tables of counts add up as Counters do, however the entries arrive,
+and a counting worker hands them over once they are full (hf_bpe.train.counting.piece_counter.PieceCounter.ready)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.piece_counter import PieceCounter, add_counts
-from hf_bpe.train.superword_passes import StageTwoCounts
-from hf_bpe.train.tallies import KeyCounts, PairTally, PartTally
+from hf_bpe.train.counting.piece_counter import PieceCounter, add_counts
+from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.starts.superword_passes import StageTwoCounts
+from hf_bpe.train.starts.tallies import KeyCounts, PairTally, PartTally
 
 runs = st.lists(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 9)), max_size=20), max_size=12)
 
@@ -91,8 +91,8 @@ def test_a_worker_hands_a_tally_over_once_it_is_full(monkeypatch: pytest.MonkeyP
     counter = PieceCounter()
     assert not counter.ready()
     counter.pretokens = StageTwoCounts(pairs=PairTally(np.arange(10), np.ones(10, dtype=np.int64)))
-    monkeypatch.setattr("hf_bpe.train.superword_passes.HANDOVER_PAIRS", 11)
+    monkeypatch.setattr("hf_bpe.train.starts.superword_passes.HANDOVER_PAIRS", 11)
     assert not counter.ready()  # pre-token counts would go at once; a tally waits
-    monkeypatch.setattr("hf_bpe.train.superword_passes.HANDOVER_PAIRS", 10)
+    monkeypatch.setattr("hf_bpe.train.starts.superword_passes.HANDOVER_PAIRS", 10)
     assert counter.ready()
     assert isinstance(counter.pretoken_counts(), StageTwoCounts) and not counter.ready()

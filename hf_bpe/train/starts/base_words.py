@@ -1,5 +1,5 @@
-"""The start state of continuing from a base tokenizer (`hf_bpe.train.extend`, and SuperBPE's later stage-2 rounds,
-`hf_bpe.train.superword_passes`): each distinct pre-token split into base tokens by hf_bpe's encoder
+"""The start state of continuing from a base tokenizer (`hf_bpe.train.starts.extend`, and SuperBPE's later stage-2
+rounds, `hf_bpe.train.starts.superword_passes`): each distinct pre-token split into base tokens by hf_bpe's encoder
 (`Tokenizer.merge_pretoken_arrays`: the base merges in rank order, in numpy batches, giant pre-tokens in bounded
 memory; shortest first, in worker processes, while this process sorts the pairs of the batches done: `base_words`),
 the base ids the words hold renumbered 0, 1, ... (`compact_ids`), and the merge loop run from there
@@ -18,10 +18,10 @@ from hf_bpe.common.errors import InputError
 from hf_bpe.common.parallel import default_num_workers, multiprocessing_context, process_pool, worker_state
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.train.checks import report_training
-from hf_bpe.train.local_engine import check_num_workers
-from hf_bpe.train.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
-from hf_bpe.train.pair_runs import PairRuns, pair_shift, sorted_pair_runs
-from hf_bpe.train.superword_words import segment_dtype
+from hf_bpe.train.counting.local_engine import check_num_workers
+from hf_bpe.train.merging.merge_loop import MAX_TOKEN_ID, Merges, Vocab, _merge, _Words
+from hf_bpe.train.merging.pair_runs import PairRuns, pair_shift, sorted_pair_runs
+from hf_bpe.train.starts.superword_words import segment_dtype
 
 # The distinct pre-tokens are split into base tokens this many bytes at a time (one numpy batch of the encoder each: a
 # MB or two of its temporary arrays). Counted in bytes, not pre-tokens, the batches take about as long each, short

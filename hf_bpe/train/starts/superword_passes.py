@@ -60,19 +60,19 @@ from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import preset_name
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
-from hf_bpe.train.base_words import continue_from_base
 from hf_bpe.train.checks import report_training
-from hf_bpe.train.count import find_chunk_boundaries
-from hf_bpe.train.merge_loop import Merges, Vocab, _merge
-from hf_bpe.train.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
-from hf_bpe.train.superword_words import (
+from hf_bpe.train.counting.count import find_chunk_boundaries
+from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge
+from hf_bpe.train.starts.base_words import continue_from_base
+from hf_bpe.train.starts.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
+from hf_bpe.train.starts.superword_words import (
     PairCounts,
     cut_at_rare_pairs,
     guess_last_count,
     segment_dtype,
     segmented_words,
 )
-from hf_bpe.train.tallies import PairTally, PartTally
+from hf_bpe.train.starts.tallies import PairTally, PartTally
 
 # The first pass counts the pairs of about one byte of the stage-2 pre-tokens in this many: windows of SAMPLE_WINDOW
 # bytes of the long ones, one in SAMPLE_EVERY, and one short pre-token in SAMPLE_EVERY (a document's text is sampled
@@ -94,7 +94,7 @@ HANDOVER_PAIRS = 1 << 21
 class StageTwoCounts:
     """What a stage-2 pass counts (`StageTwoPass`): the distinct `parts` of documents (`PartTally`: sequences of
     stage-1 ids) and the `pairs` of stage-1 tokens (`PairTally`). They add up like pre-token counts, in the counting
-    engines (`hf_bpe.train.piece_counter.add_counts`)."""
+    engines (`hf_bpe.train.counting.piece_counter.add_counts`)."""
 
     def __init__(self, parts: PartTally | None = None, pairs: PairTally | None = None) -> None:
         self.parts = PartTally(np.uint16) if parts is None else parts

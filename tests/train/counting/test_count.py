@@ -1,4 +1,5 @@
-"""Tests for hf_bpe.train.count: every fast path against the plain reference, chunking, workers and bad input."""
+"""Tests for hf_bpe.train.counting.count: every fast path against the plain reference, chunking, workers and bad
+input."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.pretokenize.special_tokens
-import hf_bpe.train.count
-import hf_bpe.train.local_engine
-import hf_bpe.train.piece_counter
+import hf_bpe.train.counting.count
+import hf_bpe.train.counting.local_engine
+import hf_bpe.train.counting.piece_counter
 from hf_bpe.common.errors import InputError
 from hf_bpe.pretokenize import GPT2_REGEX, SAFE_SPACE_REGEX, safe_segments
-from hf_bpe.train.count import (
+from hf_bpe.train.counting.count import (
     CountStats,
     LocalCountingEngine,
     PieceCounter,
@@ -32,7 +33,7 @@ from hf_bpe.train.count import (
     count_pretokens_in_iterator,
     find_chunk_boundaries,
 )
-from hf_bpe.train.local_engine import _WorkerProcesses as WorkerProcesses
+from hf_bpe.train.counting.local_engine import _WorkerProcesses as WorkerProcesses
 from tests import FIXTURES
 from tests.common.test_files import plain_replacements
 from tests.pretokenize.test_gpt2 import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, text_and_special_tokens
@@ -107,7 +108,8 @@ def test_long_documents_count_alike_in_segments(monkeypatch: pytest.MonkeyPatch,
     assert ["".join(parts) for parts in segments] == texts
     assert all(len(part) >= segment_chars for parts in segments for part in parts[:-1])
     assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)
-    monkeypatch.setattr(hf_bpe.train.piece_counter, "MAX_PIECES", 3)  # piece tables converted between segments too
+    # Piece tables converted between segments too.
+    monkeypatch.setattr(hf_bpe.train.counting.piece_counter, "MAX_PIECES", 3)
     assert count_pretokens(texts, special_tokens) == reference_counts(texts, special_tokens)
 
 
@@ -260,7 +262,7 @@ def test_two_workers_many_files_tiny_chunks_match_reference(tmp_path: Path, spec
     paths = [write(tmp_path, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
     expected = reference_counts(texts, special_tokens)
     pools = []
-    monkeypatch.setattr(hf_bpe.train.local_engine, "_WorkerProcesses",
+    monkeypatch.setattr(hf_bpe.train.counting.local_engine, "_WorkerProcesses",
                         lambda *args: pools.append(args) or WorkerProcesses(*args))
     threads = threading.active_count()
     assert count_pretokens_in_files(paths, special_tokens, num_workers=2, chunk_bytes=61) == expected
@@ -272,8 +274,8 @@ def test_two_workers_many_files_tiny_chunks_match_reference(tmp_path: Path, spec
 def test_default_workers_count_small_input_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     path = Path(hf_bpe.__file__).parent / "corpora" / "python_docs_sample.txt"
     text = path.read_text(encoding="utf-8")
-    assert len(text.encode()) < hf_bpe.train.count.MIN_PARALLEL_BYTES
-    monkeypatch.setattr(hf_bpe.train.local_engine, "_WorkerProcesses", None)  # calling it would fail
+    assert len(text.encode()) < hf_bpe.train.counting.count.MIN_PARALLEL_BYTES
+    monkeypatch.setattr(hf_bpe.train.counting.local_engine, "_WorkerProcesses", None)  # calling it would fail
     assert count_pretokens_in_files([path], [EOT], chunk_bytes=50_000) == reference_counts([text], [EOT])
 
 
@@ -368,11 +370,11 @@ def test_iterator_small_input_is_counted_in_process() -> None:
 
 
 def test_iterator_in_batches_with_two_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hf_bpe.train.count, "BATCH_CHARS", 5000)
+    monkeypatch.setattr(hf_bpe.train.counting.count, "BATCH_CHARS", 5000)
     texts = [generated_text(seed, 1000, [EOT, "<|end|>"]) for seed in range(60)]
     expected = reference_counts(texts, [EOT, "<|end|>"])
     pools = []
-    monkeypatch.setattr(hf_bpe.train.local_engine, "_WorkerProcesses",
+    monkeypatch.setattr(hf_bpe.train.counting.local_engine, "_WorkerProcesses",
                         lambda *args: pools.append(args) or WorkerProcesses(*args))
     assert count_pretokens_in_iterator((text for text in texts), [EOT, "<|end|>"], num_workers=2) == expected
     assert [num_workers for _, _, num_workers in pools] == [2]
@@ -387,8 +389,8 @@ def test_long_texts_are_sent_as_parts_that_count_alike(monkeypatch: pytest.Monke
                                                       special_tokens: list[str], segment_chars: int,
                                                       batch_chars: int) -> None:
     set_segment_chars(monkeypatch, segment_chars)
-    monkeypatch.setattr(hf_bpe.train.count, "BATCH_CHARS", batch_chars)
-    batches = list(hf_bpe.train.count._batches(texts, special_tokens))
+    monkeypatch.setattr(hf_bpe.train.counting.count, "BATCH_CHARS", batch_chars)
+    batches = list(hf_bpe.train.counting.count._batches(texts, special_tokens))
     assert sum(batch.texts for batch in batches) == len(texts)  # the progress bar counts texts, not parts
     # A batch closes once it holds batch_chars: all but its last part fit under that. A part is a short text or a
     # segment, and a segment runs past segment_chars only up to its first safe space (none in a long word).
@@ -407,7 +409,7 @@ def test_a_long_text_is_cut_after_its_surrogates_are_replaced(monkeypatch: pytes
     expected = count_pretokens([text], ["x \ufffd"])
     assert b"x" not in expected and b" \xef\xbf\xbd" not in expected
     set_segment_chars(monkeypatch, 4)
-    monkeypatch.setattr(hf_bpe.train.count, "BATCH_CHARS", 16)
+    monkeypatch.setattr(hf_bpe.train.counting.count, "BATCH_CHARS", 16)
     assert count_pretokens_in_iterator([text, text], ["x \ufffd"], engine=ReversedEngine()) == expected + expected
 
 
@@ -422,7 +424,8 @@ def test_nothing_is_printed_by_default_and_progress_goes_to_stderr(tmp_path: Pat
 
 
 def test_counting_does_not_import_transformers() -> None:
-    code = "import sys, hf_bpe.train.count; print(sorted(m for m in ('transformers', 'datasets') if m in sys.modules))"
+    code = ("import sys, hf_bpe.train.counting.count; "
+            "print(sorted(m for m in ('transformers', 'datasets') if m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
 
@@ -462,7 +465,7 @@ def test_workers_hand_over_converted_counts_as_they_go(tmp_path: Path, monkeypat
     # counts all along (more additions than workers), and their sum is still exact.
     texts = [generated_text(seed, 30_000, [EOT]) for seed in range(3)]
     paths = [write(tmp_path, f"{i}.txt", text.encode()) for i, text in enumerate(texts)]
-    monkeypatch.setattr(hf_bpe.train.piece_counter, "MAX_PIECES", 200)
+    monkeypatch.setattr(hf_bpe.train.counting.piece_counter, "MAX_PIECES", 200)
     sizes: list[int] = []
     add = WorkerProcesses._add
     monkeypatch.setattr(WorkerProcesses, "_add", lambda self, counts: sizes.append(len(counts)) or add(self, counts))
@@ -480,7 +483,7 @@ class RecordingBar:
         self.sizes.append(size)
 
 
-class StartCountingTask(hf_bpe.train.count._BatchTask):
+class StartCountingTask(hf_bpe.train.counting.count._BatchTask):
     """Counts batches like the real task, and counts (across processes) how many tasks the workers have started."""
 
     def __init__(self) -> None:
@@ -652,5 +655,5 @@ def test_files_given_as_urls_count_like_local_paths(tmp_path: Path) -> None:
 
 def set_segment_chars(monkeypatch: pytest.MonkeyPatch, segment_chars: int) -> None:
     """SEGMENT_CHARS bounds both the texts sent to workers (count) and the documents a PieceCounter takes whole."""
-    monkeypatch.setattr(hf_bpe.train.count, "SEGMENT_CHARS", segment_chars)
-    monkeypatch.setattr(hf_bpe.train.piece_counter, "SEGMENT_CHARS", segment_chars)
+    monkeypatch.setattr(hf_bpe.train.counting.count, "SEGMENT_CHARS", segment_chars)
+    monkeypatch.setattr(hf_bpe.train.counting.piece_counter, "SEGMENT_CHARS", segment_chars)

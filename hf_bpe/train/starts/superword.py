@@ -8,7 +8,8 @@ training in two stages, so that the vocabulary also holds *superwords*, tokens t
   the next across spaces and newlines). Each stage-2 pre-token is split into stage-1 tokens as hf_bpe's encoder
   splits it (`StageOneTokenizer.segment`: each distinct piece merged once, in time linear in a pre-token's length),
   by the counting workers as they count (`StageOneTokenizer.segment_counts`), which send back only small tables:
-  the pairs of stage-1 tokens and the documents' distinct parts between rare pairs (`hf_bpe.train.superword_passes`
+  the pairs of stage-1 tokens and the documents' distinct parts between rare pairs
+  (`hf_bpe.train.starts.superword_passes`
   runs the passes). The one merge loop goes on from those parts up to `vocab_size`.
 
 The result is laid out like any hf_bpe tokenizer (ids 0-255 the bytes, then the stage-1 merges, then the stage-2
@@ -40,8 +41,8 @@ from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
-from hf_bpe.train.merge_loop import Merges, Vocab
-from hf_bpe.train.superword_words import segment_dtype
+from hf_bpe.train.merging.merge_loop import Merges, Vocab
+from hf_bpe.train.starts.superword_words import segment_dtype
 
 # Distinct pieces of stage-2 pre-tokens are merged this many at a time (a few hundred KB: bounded temporaries).
 PIECE_BATCH = 1 << 13

@@ -1,4 +1,4 @@
-"""Tests for hf_bpe.train.extend: continuing training from a base tokenizer's merges, differential against the
+"""Tests for hf_bpe.train.starts.extend: continuing training from a base tokenizer's merges, differential against the
 reference (hf_bpe.train._reference.reference_extend_from_counts) with both queues, random and trained bases, the
 trainer options, the speculative floor, and giant pre-tokens (the encoder's long-word kernel)."""
 
@@ -18,11 +18,11 @@ from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.long_words import LONG_WORD_BYTES
 from hf_bpe.encode.merge_kernels import MIN_BATCH_MERGE
 from hf_bpe.train._reference import reference_extend_from_counts
-from hf_bpe.train.base_words import base_words
-from hf_bpe.train.extend import extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
-from hf_bpe.train.merge_loop import QUEUES, _merge
+from hf_bpe.train.merging.merge_loop import QUEUES, _merge
+from hf_bpe.train.starts.base_words import base_words
+from hf_bpe.train.starts.extend import extend_bpe, extend_bpe_from_counts, extend_bpe_from_iterator, load_base
 from tests import FIXTURES
-from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (a fixture)
+from tests.train.merging.test_merge_loop import local_ray_cluster  # noqa: F401 (a fixture)
 
 ENDOFTEXT = "<|endoftext|>"
 differential = settings(max_examples=60, deadline=None)

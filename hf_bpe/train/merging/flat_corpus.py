@@ -1,6 +1,6 @@
 """The merge loop's words laid end to end as linked positions, merged with numpy when a merge is big, else in Python.
 
-`FlatCorpus` is the default store of `hf_bpe.train.merge_loop` (`store="flat"`): it gives the same merges as the
+`FlatCorpus` is the default store of `hf_bpe.train.merging.merge_loop` (`store="flat"`): it gives the same merges as the
 `str` words of `merge_loop._Corpus` (`store="strings"`), faster, because the first few thousand merges of real text
 touch tens of thousands of words each and are applied here as a few numpy operations over all their occurrences.
 
@@ -54,7 +54,7 @@ from operator import add, eq, is_not, not_, sub
 import numpy as np
 
 from hf_bpe.encode.merge_kernels import every_other_in_runs
-from hf_bpe.train.pair_runs import PairRuns, distinct_codes, pair_shift, sorted_pair_runs
+from hf_bpe.train.merging.pair_runs import PairRuns, distinct_codes, pair_shift, sorted_pair_runs
 
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
@@ -172,8 +172,8 @@ class FlatCorpus:
         numbers of positions and their counts; then, the distinct pairs of all blocks known, each block's positions
         of the pairs kept are put in place, sorted again (a counting sort). The codes are the left id shifted by as
         many bits as the largest id needs, or'ed with the right one, so that token ids sort as cheaply as bytes.
-        `given_runs`, the first pass made already (`hf_bpe.train.base_words.base_words` sorts each batch of words as it
-        arrives from the workers), also serve as the second's positions."""
+        `given_runs`, the first pass made already (`hf_bpe.train.starts.base_words.base_words` sorts each batch of
+        words as it arrives from the workers), also serve as the second's positions."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
         shift = pair_shift(len(self.token_chars) - 1)  # the largest id any word may hold
         # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.

@@ -1,5 +1,5 @@
-"""Tests for SuperBPE's stage-2 start state (hf_bpe.train.superword_words): pair counts, rare positions and the cut
-parts, in numpy over blocks, against counting and cutting every word in plain Python; ids in uint16 and uint32 on
+"""Tests for SuperBPE's stage-2 start state (hf_bpe.train.starts.superword_words): pair counts, rare positions and the
+cut parts, in numpy over blocks, against counting and cutting every word in plain Python; ids in uint16 and uint32 on
 either side of the dtypes' bounds, parts short enough for one uint64 key and longer ones."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hf_bpe.train import superword_words
-from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.superword_words import (
+from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.starts import superword_words
+from hf_bpe.train.starts.superword_words import (
     PairCounts,
     cut_at_rare_pairs,
     guess_last_count,

@@ -1,4 +1,4 @@
-"""Tests for superwords on top of an existing tokenizer (hf_bpe.train.superword_extend, `superword_from=` of
+"""Tests for superwords on top of an existing tokenizer (hf_bpe.train.starts.superword_extend, `superword_from=` of
 extend_bpe and extend_bpe_from_iterator): the merges and ids against the plain reference
 (hf_bpe.train._reference.reference_superword_extend) with hypothesis over random bases, GPT-2 plus superwords (every
 GPT-2 id and merge unchanged), the token counts against what the saved directory encodes, the Ray engine, and the
@@ -20,11 +20,11 @@ from hf_bpe import Tokenizer, extend_bpe, extend_bpe_from_iterator, save_tokeniz
 from hf_bpe.common.errors import InputError
 from hf_bpe.evaluation.baselines import gpt2_tokenizer
 from hf_bpe.train._reference import reference_superword_extend
-from hf_bpe.train.count import count_pretokens_in_iterator
-from hf_bpe.train.superword_extend import check_superwords_on_base
+from hf_bpe.train.counting.count import count_pretokens_in_iterator
+from hf_bpe.train.starts.superword_extend import check_superwords_on_base
 from tests import FIXTURES
-from tests.train.test_extend import random_bases
-from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
+from tests.train.merging.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
+from tests.train.starts.test_extend import random_bases
 
 ENDOFTEXT = "<|endoftext|>"
 # SuperBPE's authors' stage-2 pattern for extending an existing tokenizer (scripts/extend_existing_tokenizer.sh).

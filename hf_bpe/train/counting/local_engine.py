@@ -23,7 +23,7 @@ from hf_bpe.common.parallel import (
     multiprocessing_context,
     start_workers,
 )
-from hf_bpe.train.piece_counter import PieceCounter, Task, add_counts
+from hf_bpe.train.counting.piece_counter import PieceCounter, Task, add_counts
 
 
 class LocalCountingEngine:

@@ -1,5 +1,5 @@
-"""Tests for hf_bpe.train.flat_corpus: the flat store's numpy and Python merges, its index and counts after every
-merge, the speculative floor and its lowering, all against the reference trainer (hf_bpe.train._reference)."""
+"""Tests for hf_bpe.train.merging.flat_corpus: the flat store's numpy and Python merges, its index and counts after
+every merge, the speculative floor and its lowering, all against the reference trainer (hf_bpe.train._reference)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import hf_bpe.train.flat_corpus
-import hf_bpe.train.merge_loop
+import hf_bpe.train.merging.flat_corpus
+import hf_bpe.train.merging.merge_loop
 from hf_bpe.train._reference import reference_counts, reference_train_from_counts
-from hf_bpe.train.flat_corpus import DEAD, SEPARATOR, FlatCorpus, speculative_floor, words_of
-from hf_bpe.train.merge_loop import merge_pairs
+from hf_bpe.train.merging.flat_corpus import DEAD, SEPARATOR, FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.merging.merge_loop import merge_pairs
 from tests import FIXTURES
-from tests.train.test_merge_loop import merges_as_bytes
+from tests.train.merging.test_merge_loop import merges_as_bytes
 
 ENDOFTEXT = "<|endoftext|>"
 
@@ -30,7 +30,7 @@ repetitive_words = st.one_of(
 word_counts = st.dictionaries(st.one_of(repetitive_words, st.binary(min_size=1, max_size=10)), st.integers(1, 9),
                               min_size=1, max_size=25)
 # MIN_NUMPY_MERGE values: every merge with numpy, the default, every merge in Python.
-numpy_thresholds = st.sampled_from([1, 3, hf_bpe.train.flat_corpus.MIN_NUMPY_MERGE, 1 << 30])
+numpy_thresholds = st.sampled_from([1, 3, hf_bpe.train.merging.flat_corpus.MIN_NUMPY_MERGE, 1 << 30])
 
 
 @settings(max_examples=150, deadline=None)
@@ -41,7 +41,7 @@ def test_numpy_and_python_merges_match_reference(counts: dict[bytes, int], thres
                                                  queue: str) -> None:
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hf_bpe.train.flat_corpus, "MIN_NUMPY_MERGE", threshold)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "MIN_NUMPY_MERGE", threshold)
         assert merges_as_bytes(merge_pairs(counts, num_merges, queue=queue, store="flat")) == expected
 
 
@@ -55,9 +55,9 @@ def test_any_floor_gives_the_reference_merges(counts: dict[bytes, int], floor: i
     # of `block` positions), and the merges must go on exactly as without a floor.
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hf_bpe.train.flat_corpus, "MIN_NUMPY_MERGE", threshold)
-        patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
-        patch.setattr(hf_bpe.train.merge_loop, "speculative_floor", lambda frequencies, merges: floor)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "MIN_NUMPY_MERGE", threshold)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "INDEX_BLOCK", block)
+        patch.setattr(hf_bpe.train.merging.merge_loop, "speculative_floor", lambda frequencies, merges: floor)
         assert merges_as_bytes(merge_pairs(counts, num_merges, queue=queue, store="flat")) == expected
 
 
@@ -115,7 +115,7 @@ def test_counts_and_index_hold_after_every_merge(counts: dict[bytes, int], thres
     # when the next pair counts less. "Wide" ids are above 16 bits (another grouping of neighbours) and pass
     # through the surrogates, which the keys must carry as they are.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hf_bpe.train.flat_corpus, "MIN_NUMPY_MERGE", threshold)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "MIN_NUMPY_MERGE", threshold)
         merge_step_by_step(counts, floor, 256 if new_ids == "sequential" else 0xD7F0)
 
 
@@ -208,7 +208,7 @@ def test_empty_and_single_byte_words() -> None:
 @given(counts=word_counts, block=st.sampled_from([1, 2, 7, 1 << 20]))
 def test_byte_pairs_are_counted_and_indexed_the_same_in_any_blocks(counts: dict[bytes, int], block: int) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "INDEX_BLOCK", block)
         corpus = FlatCorpus(*words_of(counts))
     words = [tuple(word) for word in counts if len(word) > 1]
     check_store(corpus, words, [counts[bytes(word)] for word in words])
@@ -234,7 +234,7 @@ def test_token_id_pairs_are_counted_and_indexed_the_same_in_any_blocks(words: li
     data = np.array([symbol for word in words for symbol in word], dtype=np.int32)
     lengths, weights = np.array(list(map(len, words))), np.array(frequencies, dtype=np.int64)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(hf_bpe.train.flat_corpus, "INDEX_BLOCK", block)
+        patch.setattr(hf_bpe.train.merging.flat_corpus, "INDEX_BLOCK", block)
         corpus = FlatCorpus(data, lengths, weights, first_new_id=int(data.max()) + 1)
         check_store(corpus, words, frequencies)
         # Counted and indexed again at a floor (as `lower_floor` does): the pairs at it or above, and only those.

@@ -1,5 +1,5 @@
-"""Counting pre-tokens of other patterns (`pattern=`): every path of hf_bpe.train.count and piece_counter against the
-plain reference (`hf_bpe.train._reference.reference_counts`, the `regex` module with the pattern's text).
+"""Counting pre-tokens of other patterns (`pattern=`): every path of hf_bpe.train.counting.count and piece_counter
+against the plain reference (`hf_bpe.train._reference.reference_counts`, the `regex` module with the pattern's text).
 
 The presets other than GPT-2 count pieces cut at their safe cuts; a custom pattern counts its pre-tokens directly and
 cuts files only at special tokens. Both are checked on hypothesis text, split into documents, pieces, segments, file
@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.pretokenize.patterns
-import hf_bpe.train.count
-import hf_bpe.train.piece_counter
+import hf_bpe.train.counting.count
+import hf_bpe.train.counting.piece_counter
 from hf_bpe.common.errors import InputError
 from hf_bpe.pretokenize import WHITESPACE_CHARS
 from hf_bpe.train._reference import reference_counts
-from hf_bpe.train.count import (
+from hf_bpe.train.counting.count import (
     PieceCounter,
     count_pretokens,
     count_pretokens_in_files,
@@ -62,7 +62,7 @@ def test_long_documents_and_small_piece_tables_count_alike(monkeypatch: pytest.M
                                                             max_pieces: int, segment: int) -> None:
     # Documents longer than SEGMENT_CHARS go through safe segments (presets) or batches of matches (custom).
     texts, special_tokens = case
-    monkeypatch.setattr(hf_bpe.train.piece_counter, "SEGMENT_CHARS", segment)
+    monkeypatch.setattr(hf_bpe.train.counting.piece_counter, "SEGMENT_CHARS", segment)
     monkeypatch.setattr(hf_bpe.pretokenize.patterns, "_BATCH", 2)
     counter = PieceCounter(special_tokens, max_pieces=max_pieces, pattern=pattern)
     for text in texts:
@@ -108,7 +108,7 @@ def test_files_in_chunks_count_alike(case: tuple[list[str], list[str]], pattern:
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_files_and_streams_count_alike_in_worker_processes(monkeypatch: pytest.MonkeyPatch, pattern: str) -> None:
-    from tests.train.test_count import generated_text
+    from tests.train.counting.test_count import generated_text
 
     texts = [generated_text(seed, 3000, [EOT]) + " 12345 I'M  \n\n\tx \u3000 y" for seed in range(6)]
     expected = reference_counts(texts, [EOT], pattern)
@@ -116,8 +116,8 @@ def test_files_and_streams_count_alike_in_worker_processes(monkeypatch: pytest.M
         paths = write_texts(directory, texts)
         assert count_pretokens_in_files(paths, [EOT], num_workers=2, chunk_bytes=500, progress=False,
                                         pattern=pattern) == expected
-    monkeypatch.setattr(hf_bpe.train.count, "SEGMENT_CHARS", 700)  # long texts go to the workers in parts
-    monkeypatch.setattr(hf_bpe.train.count, "BATCH_CHARS", 2000)
+    monkeypatch.setattr(hf_bpe.train.counting.count, "SEGMENT_CHARS", 700)  # long texts go to the workers in parts
+    monkeypatch.setattr(hf_bpe.train.counting.count, "BATCH_CHARS", 2000)
     assert count_pretokens_in_iterator(texts, [EOT], num_workers=2, progress=False, pattern=pattern) == expected
 
 
@@ -180,7 +180,7 @@ def test_ray_engine_counts_and_tokenizes_with_the_pattern(tmp_path: Path) -> Non
     from hf_bpe.encode.tokenizer import Tokenizer
     from hf_bpe.formats.hf_directory import save_tokenizer_directory
     from hf_bpe.train.api import train_bpe
-    from hf_bpe.train.ray_counting import RayCountingEngine
+    from hf_bpe.train.counting.ray_counting import RayCountingEngine
     from tests import FIXTURES
 
     corpora = [FIXTURES / "hf_corpora_sample.txt", FIXTURES / "corpus.en"]

@@ -1,6 +1,6 @@
 """Tables of counts in numpy that add up like Counters, for what counting workers send back besides pre-token
-counts (`hf_bpe.train.piece_counter.Tally`): SuperBPE's stage-2 pair counts and distinct parts
-(`hf_bpe.train.superword_passes`).
+counts (`hf_bpe.train.counting.piece_counter.Tally`): SuperBPE's stage-2 pair counts and distinct parts
+(`hf_bpe.train.starts.superword_passes`).
 
 A Counter costs about 100 bytes an entry; these cost their key's bytes and 8 for the count: the parts of a corpus's
 documents outnumber its distinct pre-tokens, so this is what keeps stage 2 near plain training's memory.
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.superword_words import PAIR_BLOCK, PairCounts, cut_at_rare_pairs
+from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.starts.superword_words import PAIR_BLOCK, PairCounts, cut_at_rare_pairs
 
 
 class KeyCounts:

@@ -1,6 +1,7 @@
 """Pairs of token ids sorted by code and grouped into runs: the merge loop's pair index is built from these
-(`hf_bpe.train.flat_corpus.FlatCorpus`, a block of positions at a time; the extension's batches,
-`hf_bpe.train.base_words.base_words`), and so are SuperBPE's stage-2 pair counts (`hf_bpe.train.superword_words`).
+(`hf_bpe.train.merging.flat_corpus.FlatCorpus`, a block of positions at a time; the extension's batches,
+`hf_bpe.train.starts.base_words.base_words`), and so are SuperBPE's stage-2 pair counts
+(`hf_bpe.train.starts.superword_words`).
 
 A pair's code is its left id shifted left by `pair_shift` bits, or'ed with its right id, so that codes sort as the
 pairs (left, right) do, and ids that fit a byte sort as cheaply as bytes. A block's pairs sorted by code, positions

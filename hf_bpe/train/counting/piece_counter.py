@@ -31,14 +31,14 @@ MAX_PIECES = 1 << 19
 # A document longer than this many characters is cut into pieces one segment at a time (`safe_segments`).
 SEGMENT_CHARS = 1 << 20
 _WHITESPACE = frozenset(WHITESPACE_CHARS)
-# A unit of counting work: a file chunk `(path, start, end)` or a batch of texts (`hf_bpe.train.count`).
+# A unit of counting work: a file chunk `(path, start, end)` or a batch of texts (`hf_bpe.train.counting.count`).
 Task = TypeVar("Task")
 
 
 class Tally(Protocol):
     """What a counting task's conversion may make instead of pre-token counts (`count_pretokens_in_files(...,
-    convert=)`; SuperBPE's stage-2 tables, `hf_bpe.train.superword_passes.StageTwoCounts`): tables that add up like
-    a Counter, in the workers and in the parent (`add_counts`), and say when a worker should hand them over
+    convert=)`; SuperBPE's stage-2 tables, `hf_bpe.train.starts.superword_passes.StageTwoCounts`): tables that add up
+    like a Counter, in the workers and in the parent (`add_counts`), and say when a worker should hand them over
     (`full`; pre-token counts are handed over as soon as there are any)."""
 
     def __len__(self) -> int: ...

@@ -9,7 +9,7 @@ name or regex text, `hf_bpe.pretokenize.patterns`) to count another pattern's pr
 presets' files are cut at their own safe cuts, a custom pattern's only at special tokens (each document is matched
 whole, as tiktoken and `tokenizers` match it).
 
-How it is fast (each step is differential-tested against that reference in tests/train/test_count.py):
+How it is fast (each step is differential-tested against that reference in tests/train/counting/test_count.py):
 
 * Text is cut into *pieces* with one C-level `re.findall` (`hf_bpe.pretokenize.gpt2.split_into_pieces`): no pre-token
   crosses a piece, so pieces are counted with `collections.Counter` (in C) and the slow GPT-2 regex runs only on the
@@ -29,7 +29,7 @@ Counting engines. The work is a list of *tasks* (a file chunk `(path, start, end
 picklable `run(counter, task)` that adds one task's text to a `PieceCounter` and returns its size for the progress
 bar. A `CountingEngine` runs every task exactly once, in any order, on any machine, and returns the sum of the
 pre-token counts; `LocalCountingEngine` (worker processes on this machine) is the default, and
-`hf_bpe.train.ray_counting.RayCountingEngine` runs the same tasks on a Ray cluster. An engine in a few lines:
+`hf_bpe.train.counting.ray_counting.RayCountingEngine` runs the same tasks on a Ray cluster. An engine in a few lines:
 
 >>> class InThisProcess:
 ...     def count(self, tasks, run, special_tokens, bar):
@@ -66,9 +66,9 @@ from hf_bpe.pretokenize import (
     resolve_pattern,
     validate_special_tokens,
 )
-from hf_bpe.train.local_engine import LocalCountingEngine, check_num_workers
-from hf_bpe.train.piece_counter import MAX_PIECES, SEGMENT_CHARS, PieceCounter, Tally, Task, add_counts
-from hf_bpe.train.ray_counting import RayCountingEngine
+from hf_bpe.train.counting.local_engine import LocalCountingEngine, check_num_workers
+from hf_bpe.train.counting.piece_counter import MAX_PIECES, SEGMENT_CHARS, PieceCounter, Tally, Task, add_counts
+from hf_bpe.train.counting.ray_counting import RayCountingEngine
 
 DEFAULT_CHUNK_BYTES = 1 << 20
 # With the default num_workers, less input than this is counted in this process: starting workers costs about as

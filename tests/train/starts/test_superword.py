@@ -1,4 +1,5 @@
-"""Tests for SuperBPE training (hf_bpe.train.superword, `superword_from=` of train_bpe and train_bpe_from_iterator):
+"""Tests for SuperBPE training (hf_bpe.train.starts.superword, `superword_from=` of train_bpe and
+train_bpe_from_iterator):
 the merges against the plain reference (hf_bpe.train._reference.reference_superword_train) with hypothesis, both
 counting paths and engines (local processes, Ray), the saved directory's ids against the final segmentation of
 training, and the errors."""
@@ -19,17 +20,18 @@ from hf_bpe import Tokenizer, save_tokenizer_directory, train_bpe, train_bpe_fro
 from hf_bpe.common.errors import InputError
 from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
-from hf_bpe.train import count, superword, superword_passes, superword_words
 from hf_bpe.train._reference import reference_superword_train
-from hf_bpe.train.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
-from hf_bpe.train.merge_loop import _Words
-from hf_bpe.train.piece_counter import add_counts
-from hf_bpe.train.superword import StageOneTokenizer, SuperwordStages, stage_one_tokenizer
-from hf_bpe.train.superword_passes import continue_with_superwords
+from hf_bpe.train.counting import count
+from hf_bpe.train.counting.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.train.counting.piece_counter import add_counts
+from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.starts import superword, superword_passes, superword_words
+from hf_bpe.train.starts.superword import StageOneTokenizer, SuperwordStages, stage_one_tokenizer
+from hf_bpe.train.starts.superword_passes import continue_with_superwords
 from tests import FIXTURES
 from tests.pretokenize.test_patterns import QWEN2, pattern_text
-from tests.train.test_extend import random_bases
-from tests.train.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
+from tests.train.merging.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
+from tests.train.starts.test_extend import random_bases
 
 ENDOFTEXT = "<|endoftext|>"
 # Text where numbers, spaces and repeated phrases meet; the characters are those on which the `regex` module's tables

@@ -1,5 +1,5 @@
-"""Tests for the fast paths of hf_bpe.train.extend: the pre-tokens split into base tokens in worker processes (the
-batch boundaries, one worker against two, an error in a worker, SIGTERM and Ctrl-C of real `hf-bpe train --extend`
+"""Tests for the fast paths of hf_bpe.train.starts.extend: the pre-tokens split into base tokens in worker processes
+(the batch boundaries, one worker against two, an error in a worker, SIGTERM and Ctrl-C of real `hf-bpe train --extend`
 processes while the workers split), the pairs sorted as the batches arrive, and the base's ids renumbered for the
 merge loop (`compact_ids`), differential against the reference and the flat store's own indexing."""
 
@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from hf_bpe import Tokenizer, train_bpe_from_counts
 from hf_bpe.common.errors import InputError
-from hf_bpe.train import base_words as extend_start
 from hf_bpe.train._reference import reference_extend_from_counts
-from hf_bpe.train.base_words import base_words, compact_ids
-from hf_bpe.train.extend import extend_bpe_from_counts
-from hf_bpe.train.flat_corpus import FlatCorpus
+from hf_bpe.train.merging.flat_corpus import FlatCorpus
+from hf_bpe.train.starts import base_words as extend_start
+from hf_bpe.train.starts.base_words import base_words, compact_ids
+from hf_bpe.train.starts.extend import extend_bpe_from_counts
 from tests.cli.faults import assert_no_process_left, children_of, finish, one_line, start, wait_for
-from tests.train.test_extend import corpus_counts, random_bases
+from tests.train.starts.test_extend import corpus_counts, random_bases
 
 differential = settings(max_examples=60, deadline=None)
 
