@@ -191,18 +191,19 @@ def store_structures(counts: dict[bytes, int], store: str) -> dict:
     import tracemalloc
 
     from hf_bpe.train.merging.flat_corpus import FlatCorpus
-    from hf_bpe.train.merging.merge_loop import _Corpus, _Words
+    from hf_bpe.train.merging.merge_loop import _Words
+    from hf_bpe.train.merging.string_corpus import StringCorpus
 
     tracemalloc.start()
     words = _Words.of_counts(counts)
     positions = len(words.data)
     if store == "flat":
-        corpus: FlatCorpus | _Corpus = FlatCorpus(words.data, words.lengths, words.frequencies)
+        corpus: FlatCorpus | StringCorpus = FlatCorpus(words.data, words.lengths, words.frequencies)
         index = corpus.index
     else:
         from array import array
 
-        corpus = _Corpus(words.strings(), array("q", words.frequencies.tobytes()))
+        corpus = StringCorpus(words.strings(), array("q", words.frequencies.tobytes()))
         index = corpus.pair_words
     held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -311,7 +311,7 @@ def reference_parity_train(sources: Mapping[str, Mapping[bytes, int]], vocab_siz
     [(b'y', b'z'), (b'x', b'yz'), (b'b', b'c'), (b'a', b'bc')]
     """
     names = list(sources)
-    _check_parity_options(names, dev, ratios, variant, window_size, alpha, weights)
+    check_parity_options(names, dev, ratios, variant, window_size, alpha, weights)
     multiplier = {name: 1 if weights is None else weights.get(name, 1) for name in names}
     words = [{tuple(bytes([byte]) for byte in token): count * multiplier[name]
               for token, count in sources[name].items() if count * multiplier[name] > 0} for name in names]
@@ -364,7 +364,7 @@ def reference_parity_train(sources: Mapping[str, Mapping[bytes, int]], vocab_siz
     return vocab, merges
 
 
-def _check_parity_options(names: list[str], dev: Mapping[str, Any] | None, ratios: Mapping[str, float] | None,
+def check_parity_options(names: list[str], dev: Mapping[str, Any] | None, ratios: Mapping[str, float] | None,
                           variant: str, window_size: int, alpha: float, weights: Mapping[str, int] | None) -> None:
     """ValueError for options that `reference_parity_train` cannot follow."""
     if not names:

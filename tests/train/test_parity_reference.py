@@ -1,5 +1,6 @@
-"""The brute-force parity-aware trainer (`reference_parity_train`): against HF `tokenizers`' ParityBpeTrainer on real
-text in several scripts, and on small cases worked out by hand.
+"""The brute-force parity-aware trainer (`reference_parity_train`), and where the tie rules agree the fast path
+(`train_parity_from_counts`) too: against HF `tokenizers`' ParityBpeTrainer on real text in several scripts, and on
+small cases worked out by hand.
 
 How ParityBpeTrainer is called (tokenizers 0.23): not through `Tokenizer.train_from_iterator(iterator, trainer)` or
 `Tokenizer.train(files, trainer)`, which refuse it ("'ParityBpeTrainer' object is not an instance of 'Trainer'"),
@@ -32,6 +33,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from hf_bpe.formats.gpt2 import bytes_to_unicode, str_to_token, token_to_str
 from hf_bpe.train._reference import reference_counts, reference_parity_train
+from hf_bpe.train.parity import train_parity_from_counts
 
 pytestmark = pytest.mark.skipif(not hasattr(trainers, "ParityBpeTrainer"),
                                 reason="ParityBpeTrainer is in tokenizers 0.23 and later")
@@ -65,6 +67,16 @@ def reference(train: Sequence[Sequence[str]], num_merges: int, dev: Sequence[Seq
         {name: reference_counts(texts) for name, texts in zip(names, train)}, 256 + num_merges,
         dev=None if dev is None else {name: reference_counts(texts) for name, texts in zip(names, dev)},
         ratios=None if ratio is None else dict(zip(names, ratio)), **options)[1]
+
+
+def fast_path(train: Sequence[Sequence[str]], num_merges: int, dev: Sequence[Sequence[str]] | None = None,
+              ratio: Sequence[float] | None = None, **options: Any) -> Merges:
+    """hf_bpe's parity-aware training (`train_parity_from_counts`, the one merge loop) on the same texts."""
+    names = [f"lang{index}" for index in range(len(train))]
+    return train_parity_from_counts(
+        {name: reference_counts(texts) for name, texts in zip(names, train)}, 256 + num_merges,
+        dev=None if dev is None else {name: reference_counts(texts) for name, texts in zip(names, dev)},
+        ratios=None if ratio is None else dict(zip(names, ratio)), progress=False, **options)[1]
 
 
 def merges_before_exhaustion(train: Sequence[Sequence[str]]) -> int:
@@ -139,6 +151,8 @@ def check_against_parity_bpe_trainer(draw: st.DrawFn, train: list[list[str]], de
     dev_sets = dev if signal == "dev" else None
     expected = parity_bpe_trainer(train, num_merges, dev_sets, ratio, **options)
     assert reference(train, num_merges, dev_sets, ratio, tie_order=tie_order, **options) == expected
+    if tie_order is None:  # hf_bpe's own rule: the fast path too
+        assert fast_path(train, num_merges, dev_sets, ratio, **options) == expected
 
 
 def test_same_order_texts_have_only_bytes_that_keep_their_order() -> None:

@@ -1,13 +1,14 @@
 """The merge loop's words laid end to end as linked positions, merged with numpy when a merge is big, else in Python.
 
-`FlatCorpus` is the default store of `hf_bpe.train.merging.merge_loop` (`store="flat"`): it gives the same merges as the
-`str` words of `merge_loop._Corpus` (`store="strings"`), faster, because the first few thousand merges of real text
-touch tens of thousands of words each and are applied here as a few numpy operations over all their occurrences.
+`FlatCorpus` is the default store of `hf_bpe.train.merging.merge_loop` (`store="flat"`): it gives the same merges as
+the `str` words of `string_corpus.StringCorpus` (`store="strings"`), faster, because the first few thousand merges of
+real text touch tens of thousands of words each and are applied here as a few numpy operations over all their
+occurrences.
 
 * **Layout.** Every word's symbols (token ids) sit in one int32 array, each word preceded by a separator (-1, in no
   pair) and the last one followed by one. Merging a pair at position p writes the new token at p, marks the right
   position dead (-2), and unlinks it: `next_positions` / `previous_positions` link each live position to its live
-  neighbours (as HF tokenizers' `Word` and `merge_loop._LongWord`), so a merge costs time in proportion to the
+  neighbours (as HF tokenizers' `Word` and `string_corpus._LongWord`), so a merge costs time in proportion to the
   occurrences it merges, whatever the words' lengths. `word_of` gives each position's word, for its frequency.
 * **Index.** `index` maps a pair (the merge loop's 2-character key) to the ascending positions where it may start:
   every live occurrence is listed (none is ever missing), and an entry goes stale when a neighbouring merge changes

@@ -1,7 +1,7 @@
 """Pairs of token ids sorted by code and grouped into runs: the merge loop's pair index is built from these
 (`hf_bpe.train.merging.flat_corpus.FlatCorpus`, a block of positions at a time; the extension's batches,
-`hf_bpe.train.starts.base_words.base_words`), and so are SuperBPE's stage-2 pair counts
-(`hf_bpe.train.starts.superword_words`).
+`hf_bpe.train.starts.base_words.base_words`), and so are SuperBPE's stage-2 pair counts and its tables of
+distinct pairs and parts (`hf_bpe.train.starts.superword_words`, `hf_bpe.train.starts.tallies`).
 
 A pair's code is its left id shifted left by `pair_shift` bits, or'ed with its right id, so that codes sort as the
 pairs (left, right) do, and ids that fit a byte sort as cheaply as bytes. A block's pairs sorted by code, positions
@@ -49,7 +49,12 @@ def stable_order(ids: np.ndarray, bits: int = 32) -> np.ndarray:
     [1, 3, 0, 2]
     >>> stable_order(np.array([1 << 60, 7, 1 << 60, 1 << 33]), 61).tolist()
     [1, 3, 0, 2]
+
+    Keys that are not integers (the bytes of sequences of ids, a void dtype: `hf_bpe.train.starts.tallies`) sort
+    with numpy's stable sort (a timsort, bytewise), whatever `bits`.
     """
+    if ids.dtype.kind not in "iu":
+        return np.argsort(ids, kind="stable")
     index_bits = max(1, (len(ids) - 1).bit_length())
     if 16 < bits <= 64 - index_bits:
         packed = (ids.astype(np.uint64) << np.uint64(index_bits)) | np.arange(len(ids), dtype=np.uint64)
@@ -66,8 +71,8 @@ def stable_order(ids: np.ndarray, bits: int = 32) -> np.ndarray:
 
 def sorted_pair_runs(positions: np.ndarray | None, codes: np.ndarray, bits: int, weights: np.ndarray | None = None
                      ) -> PairRuns:
-    """The pairs at `positions` (ascending; None: counted only) with `codes` (below 2 ** `bits`) as `PairRuns`,
-    their `weights` summed per code when given.
+    """The pairs at `positions` (ascending; None: counted only) with `codes` (below 2 ** `bits`; or keys of bytes,
+    as `stable_order` sorts them) as `PairRuns`, their `weights` summed per code when given.
 
     >>> runs = sorted_pair_runs(np.array([1, 2, 4, 5]), np.array([7, 3, 7, 7]), 8, np.array([1, 2, 3, 4]))
     >>> [array.tolist() for array in runs]

@@ -15,12 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import hf_bpe.train.merging.merge_loop
+import hf_bpe.train.merging.string_corpus
 from hf_bpe.common.errors import InputError
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.train._reference import merge_word, reference_counts, reference_train, reference_train_from_counts
 from hf_bpe.train.api import train_bpe, train_bpe_from_counts, train_bpe_from_iterator
-from hf_bpe.train.merging.merge_loop import LONG_WORD_LENGTH, _count_byte_pairs, _reverse_order_key, merge_pairs
+from hf_bpe.train.merging.merge_loop import _reverse_order_key, merge_pairs
+from hf_bpe.train.merging.string_corpus import LONG_WORD_LENGTH, _count_byte_pairs
 from tests import FIXTURES
 
 ENDOFTEXT = "<|endoftext|>"
@@ -398,7 +399,7 @@ def test_merges_do_not_depend_on_the_byte_pair_blocks(monkeypatch: pytest.Monkey
                                                       words: dict[bytes, int], block_positions: int,
                                                       num_merges: int) -> None:
     counts = reference_counts(corpus, [ENDOFTEXT]) + Counter(words)
-    monkeypatch.setattr(hf_bpe.train.merging.merge_loop, "BYTE_PAIR_BLOCK", block_positions)
+    monkeypatch.setattr(hf_bpe.train.merging.string_corpus, "BYTE_PAIR_BLOCK", block_positions)
     expected = reference_train_from_counts(counts, 256 + num_merges)[1]
     assert merges_as_bytes(merge_pairs(counts, num_merges, long_word_length=7, store="strings")) == expected
 

@@ -1,0 +1,68 @@
+"""Parity-aware training's fast path (`hf_bpe.train.parity`, the one merge loop with one store per language) against
+the brute-force reference (`reference_parity_train`): several languages, both variants, dev sets, ratios and
+neither, global merges, integer weights (0 included), special tokens, `min_frequency` and `max_token_length`, on
+words made to tie, overlap ((a, a) runs) and rebuild known tokens."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bpe.train._reference import reference_parity_train
+from hf_bpe.train.parity import train_parity_from_counts
+
+differential = settings(max_examples=150, deadline=None, derandomize=True)
+
+# Few letters, so that pairs tie, runs overlap and different merges make the same bytes.
+words = st.binary(min_size=0, max_size=8).map(lambda raw: bytes(b"aab c\xc3\xa9"[byte % 7] for byte in raw))
+counts = st.dictionaries(words.filter(bool), st.integers(1, 6), max_size=8)
+
+
+@st.composite
+def parity_cases(draw: st.DrawFn) -> dict:
+    n = draw(st.integers(1, 4))
+    names = [f"l{index}" for index in range(n)]
+    sources = {name: draw(counts) for name in names}
+    mode = draw(st.sampled_from(["dev", "ratios", "neither"]))
+    options: dict = {"variant": draw(st.sampled_from(["base", "window"])),
+                     "global_merges": draw(st.sampled_from([0, 0, 1, 3])),
+                     "special_tokens": draw(st.sampled_from([(), ("<s>",), ("<s>", "<pad>")]))}
+    if mode == "dev":
+        options["dev"] = {name: draw(counts) for name in names}
+    elif mode == "ratios":
+        options["ratios"] = {name: draw(st.sampled_from([0.5, 1.0, 1.5, 3.0])) for name in names}
+    if options["variant"] == "window":
+        options["window_size"] = draw(st.integers(1, 6))
+        options["alpha"] = draw(st.sampled_from([0.5, 1.0, 2.0]))
+    if draw(st.booleans()):
+        options["weights"] = {name: draw(st.integers(0, 3)) for name in names if draw(st.booleans())}
+    options["min_frequency"] = draw(st.sampled_from([0, 0, 2, 4]))
+    options["max_token_length"] = draw(st.sampled_from([None, None, 1, 3]))
+    vocab_size = 256 + len(options["special_tokens"]) + draw(st.integers(0, 30))
+    return {"sources": sources, "vocab_size": vocab_size, **options}
+
+
+@differential
+@given(parity_cases())
+def test_parity_equals_the_reference(case: dict) -> None:
+    sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
+    expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
+    assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, **case) == expected
+
+
+def test_a_language_without_text_and_one_without_pairs() -> None:
+    sources = {"empty": {}, "bytes": {b"a": 4, b"b": 1}, "words": {b"aaaa": 2, b"abab": 3}}
+    for options in ({"dev": {"empty": {b"ab": 9}, "bytes": {b"ba": 1}, "words": {b"aa": 1}}},
+                    {"ratios": {"empty": 1.0, "bytes": 2.0, "words": 1.0}}, {}):
+        expected = reference_parity_train(sources, 270, **options)
+        assert train_parity_from_counts(sources, 270, progress=False, **options) == expected
+
+
+def test_refused_options() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        train_parity_from_counts({"en": {b"ab": 1}}, 300, dev={"en": {}}, ratios={"en": 1.0})
+    with pytest.raises(ValueError, match="must name the sources"):
+        train_parity_from_counts({"en": {b"ab": 1}, "fr": {b"cd": 1}}, 300, dev={"en": {}})
+    with pytest.raises(ValueError, match="variant"):
+        train_parity_from_counts({"en": {b"ab": 1}}, 300, variant="fair")
