@@ -65,13 +65,7 @@ from hf_bpe.train.counting.count import find_chunk_boundaries
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge
 from hf_bpe.train.starts.base_words import continue_from_base
 from hf_bpe.train.starts.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
-from hf_bpe.train.starts.superword_words import (
-    PairCounts,
-    cut_at_rare_pairs,
-    guess_last_count,
-    segment_dtype,
-    segmented_words,
-)
+from hf_bpe.train.starts.superword_words import PairCounts, guess_last_count, segment_dtype, segmented_words
 from hf_bpe.train.starts.tallies import PairTally, PartTally
 
 # The first pass counts the pairs of about one byte of the stage-2 pre-tokens in this many: windows of SAMPLE_WINDOW
@@ -166,13 +160,8 @@ class StageTwoPass:
         words = segmented_words(segmented, self.dtype, [None] * self.num_ids, single)
         del segmented
         pairs = PairCounts(words)
-        parts = PartTally(self.dtype)
-        if single is not None:
-            if self.kept is not None:
-                words = cut_at_rare_pairs(words, pairs, self.kept, single)
-            parts = PartTally.of_words(words)
-            parts.add_single(single)
-        return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals))
+        parts = PartTally(self.dtype) if single is None else PartTally.of_words(words, pairs, self.kept, single)
+        return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals, distinct=True))
 
 
 # Runs one counting pass over the corpus with the stage-2 pattern, each task's counts converted by the pass given;

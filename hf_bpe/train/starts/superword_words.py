@@ -10,7 +10,7 @@ only where the totals are compared with a cut, uint64 (`np.add.at`) for token co
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -19,8 +19,8 @@ from hf_bpe.train.merging.pair_runs import sorted_pair_runs, stable_order
 
 # Pairs of stage-1 tokens are counted this many positions at a time.
 PAIR_BLOCK = 1 << 18
-# Cut parts of at most this many tokens are told apart by one uint64 key of their ids; longer ones by their bytes.
-_KEY_BITS = 64
+# Cut parts of at most this many bytes are told apart by one uint64 key; longer ones by their bytes (slower to sort).
+_KEY_BYTES = 8
 
 
 def segment_dtype(num_ids: int) -> np.dtype:
@@ -137,10 +137,13 @@ def guess_last_count(totals: np.ndarray, num_merges: int) -> int:
     return int(np.partition(totals, len(totals) - num_merges)[len(totals) - num_merges]) // 3
 
 
-def cut_at_rare_pairs(words: _Words, pairs: PairCounts, frequent: np.ndarray, token_counts: np.ndarray | None = None
-                      ) -> _Words:
-    """The words cut between every two tokens whose pair's code is not in `frequent` (ascending codes), the parts
-    counted as words of their own (one token parts go to `token_counts`).
+def cut_at_rare_pairs(words: _Words, pairs: PairCounts | None, frequent: np.ndarray | None,
+                      token_counts: np.ndarray | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """The words cut between every two tokens whose pair's code is not in `frequent` (ascending codes; None: cut
+    nowhere, the words whole), the parts counted as words of their own: for each length of two tokens or more, the
+    distinct parts' bytes as keys (a void dtype of `length` ids, ascending as numpy sorts them, bytewise) and their
+    counts (int64, exact); one-token parts go to `token_counts`. `hf_bpe.train.starts.tallies.PartTally.of_words`
+    takes these tables as they are.
 
     When every pair left out of `frequent` counts less than some `cut_below` in the whole corpus, no merge counting
     `cut_below` or more ever joins across such a place: every occurrence of a pair (L, R) joins, at the place between
@@ -150,24 +153,28 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, frequent: np.ndarray, to
     lower count (`hf_bpe.train.starts.superword_passes`). Stage-2 words are documents, few of them alike; their parts
     are mostly phrases, many of them alike, so the merge loop holds far fewer positions.
 
-    The parts of each length are told apart in numpy: by one uint64 of their ids when they fit in 64 bits, else by
-    their bytes (a void dtype), sorted, and the frequencies of equal ones summed (int64, exact).
+    The parts of each length are told apart in numpy: by one uint64 of their bytes when they fit in 8 bytes, else by
+    their bytes (a void dtype); sorted, and the frequencies of equal ones summed (`sorted_pair_runs`).
 
     >>> words = _Words(np.array([1, 2, 3, 1, 2, 1, 2, 3], np.uint16), np.array([3, 2, 3]), np.array([1, 1, 5]), 3,
     ...                [None] * 4)
     >>> pairs = PairCounts(words)
-    >>> parts = cut_at_rare_pairs(words, pairs, pairs.frequent(7))  # (2, 3) counts 6, (1, 2) 7
-    >>> parts.data.tolist(), parts.lengths.tolist(), parts.frequencies.tolist()
-    ([1, 2], [2], [7])
+    >>> [(length, keys.view(np.uint16).tolist(), totals.tolist())  # (2, 3) counts 6, (1, 2) 7
+    ...  for length, keys, totals in cut_at_rare_pairs(words, pairs, pairs.frequent(7))]
+    [(2, [1, 2], [7])]
     """
-    data, lengths = words.data, words.lengths
-    if not isinstance(data, np.ndarray) or len(data) == 0:
-        return words
+    data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
+    lengths = words.lengths
+    if len(data) == 0:
+        return []
     starts = np.zeros(len(data), dtype=bool)
     word_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     starts[word_starts] = True
-    for rare in pairs.rare_blocks(frequent):
-        starts[rare + 1] = True
+    if frequent is not None:
+        if pairs is None:
+            raise ValueError("cutting at rare pairs needs the words' pair counts")
+        for rare in pairs.rare_blocks(frequent):
+            starts[rare + 1] = True
     parts_per_word = np.add.reduceat(starts, word_starts, dtype=np.int64)
     position_dtype = np.int32 if len(data) < 1 << 31 else np.int64
     part_starts = np.concatenate([(np.flatnonzero(starts[start:start + PAIR_BLOCK]) + start).astype(position_dtype)
@@ -185,32 +192,56 @@ def cut_at_rare_pairs(words: _Words, pairs: PairCounts, frequent: np.ndarray, to
     by_length = several[np.argsort(part_lengths[several], kind="stable")]
     part_starts, part_words, part_lengths = part_starts[by_length], part_words[by_length], part_lengths[by_length]
     del several, by_length
-    pieces, counts, sizes = [], [], []
-    bits = 8 * data.dtype.itemsize
+    tables: list[tuple[int, np.ndarray, np.ndarray]] = []
+    size = data.dtype.itemsize
     bounds = [0, *(np.flatnonzero(part_lengths[1:] != part_lengths[:-1]) + 1).tolist(), len(part_lengths)]
     for group_start, group_end in zip(bounds, bounds[1:]) if len(part_lengths) else ():  # the parts of each length
         length = int(part_lengths[group_start])
         starts_chosen = part_starts[group_start:group_end]
-        rows = np.empty((len(starts_chosen), length), dtype=data.dtype)
-        for column in range(length):  # a column at a time: no index array of every position
-            rows[:, column] = data[starts_chosen + column]
         frequencies = words.frequencies[part_words[group_start:group_end]]
-        if length * bits <= _KEY_BITS:
-            keys = np.zeros(len(rows), dtype=np.uint64)
-            for column in range(length):
-                keys |= rows[:, column].astype(np.uint64) << np.uint64(column * bits)
+        # A column at a time: no index array of every position.
+        columns = (data[starts_chosen + column] for column in range(length))
+        if length * size <= _KEY_BYTES:
+            runs = sorted_pair_runs(None, byte_order_keys(columns, size), 8 * length * size, frequencies)
+            keys = key_bytes(runs.codes, length * size)
         else:
-            keys = np.ascontiguousarray(rows).view(np.dtype((np.void, length * data.dtype.itemsize))).ravel()
-        order = np.argsort(keys)  # equal parts are alike: which of them comes first is free
-        keys = keys[order]
-        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-        pieces.append(rows[order[first]].ravel())
-        counts.append(np.add.reduceat(frequencies[order], first))
-        sizes.append(np.full(len(first), length, dtype=np.int64))
-    if not pieces:
-        pieces, counts, sizes = [np.zeros(0, dtype=data.dtype)], [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
-    return _Words(np.concatenate(pieces), np.concatenate(sizes), np.concatenate(counts), words.distinct,
-                  list(words.token_bytes))  # the merge loop adds to its list
+            rows = np.empty((len(starts_chosen), length), dtype=data.dtype)
+            for column, values in enumerate(columns):
+                rows[:, column] = values
+            runs = sorted_pair_runs(None, rows.view(np.dtype((np.void, length * size))).ravel(), 0, frequencies)
+            del rows
+            keys = runs.codes
+        tables.append((length, keys, runs.totals))
+    return tables
 
 
-__all__ = ["PAIR_BLOCK", "PairCounts", "cut_at_rare_pairs", "guess_last_count", "segment_dtype", "segmented_words"]
+def byte_order_keys(columns: Iterable[np.ndarray], size: int) -> np.ndarray:
+    """Sequences of ids (given a column at a time, `size` bytes an id, together at most 8 bytes) as uint64 keys that
+    sort as the sequences' bytes do (a void dtype): their bytes read as one big-endian number. Sorting these is
+    several times faster than sorting the bytes, and gives the order `PartTally` keeps its keys in, so that the cut's
+    tables are never sorted again, and adding them up merges sorted runs.
+
+    >>> columns = [np.array([1, 256], np.uint16), np.array([256, 1], np.uint16)]
+    >>> byte_order_keys(columns, 2).tolist()  # bytes 01 00 00 01 and 00 01 01 00 (on a little-endian machine)
+    [16777217, 65792]
+    """
+    keys: np.ndarray | None = None
+    for column in columns:
+        column = column.view(column.dtype.newbyteorder(">")).astype(np.uint64)  # its bytes, first most significant
+        keys = column if keys is None else (keys << np.uint64(8 * size)) | column
+    return np.zeros(0, dtype=np.uint64) if keys is None else keys
+
+
+def key_bytes(keys: np.ndarray, num_bytes: int) -> np.ndarray:
+    """The sequences that `byte_order_keys` made `keys` of, as their `num_bytes` bytes (a void dtype).
+
+    >>> columns = [np.array([1, 256], np.uint16), np.array([256, 1], np.uint16)]
+    >>> key_bytes(byte_order_keys(columns, 2), 4).view(np.uint16).reshape(-1, 2).tolist()
+    [[1, 256], [256, 1]]
+    """
+    big_endian = keys.astype(np.dtype(">u8")).view(np.uint8).reshape(-1, 8)
+    return np.ascontiguousarray(big_endian[:, 8 - num_bytes:]).view(np.dtype((np.void, num_bytes))).ravel()
+
+
+__all__ = ["PAIR_BLOCK", "PairCounts", "byte_order_keys", "cut_at_rare_pairs", "guess_last_count", "key_bytes",
+           "segment_dtype", "segmented_words"]

@@ -6,10 +6,12 @@ A Counter costs about 100 bytes an entry; these cost their key's bytes and 8 for
 documents outnumber its distinct pre-tokens, so this is what keeps stage 2 near plain training's memory.
 
 `KeyCounts` counts distinct keys of one numpy dtype. What is added to it waits as runs, and is sorted in (one stable
-sort, the counts of equal keys summed) once the runs hold as many entries as the table: so adding n entries costs
-O(n log n) in all, however they arrive. Keys sort as numpy sorts their dtype (bytewise for the void dtype of parts).
+sort, the counts of equal keys summed: `sorted_pair_runs`, as the merge loop's pairs are) once the runs hold as many
+entries as the table: so adding n entries costs O(n log n) in all, however they arrive. Integer keys sort as
+`stable_order` sorts them (radix passes, or one sort of the keys packed with their index); the void dtype of parts
+bytewise (numpy's timsort, which merges sorted runs in about linear time).
 
-Not handled: counts past 2**63 (int64).
+Not handled: counts past 2**63 (int64), negative keys.
 """
 
 from __future__ import annotations
@@ -19,24 +21,30 @@ from collections.abc import Iterator
 import numpy as np
 
 from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.merging.pair_runs import sorted_pair_runs
 from hf_bpe.train.starts.superword_words import PAIR_BLOCK, PairCounts, cut_at_rare_pairs
 
 
 class KeyCounts:
-    """Counts of distinct numpy keys: `keys` (ascending) and `totals` (int64).
+    """Counts of distinct numpy keys: `keys` (ascending) and `totals` (int64). The keys given need not be distinct
+    nor sorted: they wait as a run; or, `distinct`, they are (ascending as `stable_order` sorts them), and are the
+    table as they are.
 
-    >>> tally = KeyCounts(np.array([3, 9]), np.array([1, 2]))
+    >>> tally = KeyCounts(np.array([3, 9]), np.array([1, 2]), distinct=True)
     >>> tally.update(KeyCounts(np.array([9, 1]), np.array([5, 5])))
     >>> tally.keys.tolist(), tally.totals.tolist(), len(tally)
     ([1, 3, 9], [5, 1, 7], 3)
     """
 
-    def __init__(self, keys: np.ndarray | None = None, totals: np.ndarray | None = None) -> None:
+    def __init__(self, keys: np.ndarray | None = None, totals: np.ndarray | None = None, distinct: bool = False
+                 ) -> None:
         self._keys = np.zeros(0, dtype=np.uint32) if keys is None else keys
         self._totals = np.zeros(0, dtype=np.int64) if totals is None else totals.astype(np.int64, copy=False)
-        self._runs: list[tuple[np.ndarray, np.ndarray]] = [] if keys is None else [(self._keys, self._totals)]
-        self._waiting = len(self._keys)  # given keys need not be distinct nor sorted: they are a run
-        self._keys, self._totals = self._keys[:0], self._totals[:0]
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._waiting = 0
+        if keys is not None and not distinct:
+            self._runs, self._waiting = [(self._keys, self._totals)], len(self._keys)
+            self._keys, self._totals = self._keys[:0], self._totals[:0]
 
     def __len__(self) -> int:
         """The number of entries held (distinct keys, and those waiting to be sorted in)."""
@@ -66,11 +74,9 @@ class KeyCounts:
         keys = np.concatenate([self._keys, *(keys for keys, _ in self._runs)])
         totals = np.concatenate([self._totals, *(totals for _, totals in self._runs)])
         self._runs, self._waiting = [], 0
-        order = np.argsort(keys, kind="stable")  # timsort: a sorted table and a few runs merge in about linear time
-        keys, totals = keys[order], totals[order]
-        del order
-        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.zeros(0, int)
-        self._keys, self._totals = keys[starts], np.add.reduceat(totals, starts) if len(keys) else totals
+        bits = int(keys.max(initial=0)).bit_length() if keys.dtype.kind in "iu" else 0  # bytes: bits unused
+        runs = sorted_pair_runs(None, keys, bits, totals)
+        self._keys, self._totals = runs.codes, runs.totals
 
 
 class PairTally(KeyCounts):
@@ -99,8 +105,7 @@ class PartTally:
     `KeyCounts` per length whose keys are the sequences' bytes (a void dtype).
 
     >>> words = _Words(np.array([5, 6, 7, 5, 6, 5, 6], np.uint16), np.array([3, 2, 2]), np.array([1, 2, 4]), 3, [])
-    >>> tally = PartTally.of_words(words)
-    >>> tally.add_single(np.array([0, 3, 0], np.uint64))
+    >>> tally = PartTally.of_words(words, single=np.array([0, 3, 0, 0, 0, 0, 0, 0], np.uint64))
     >>> [(part.tolist(), count) for part, count in tally.items()], len(tally)  # len: once the runs are sorted in
     ([([1], 3), ([5, 6], 6), ([5, 6, 7], 1)], 3)
     """
@@ -110,31 +115,26 @@ class PartTally:
         self.by_length: dict[int, KeyCounts] = {}
 
     @classmethod
-    def of_words(cls, words: _Words) -> PartTally:
-        """The words of a `_Words` (data an array of ids) as parts, equal ones counted together."""
-        tally = cls(words.data.dtype if isinstance(words.data, np.ndarray) else np.dtype(np.uint8))
-        lengths = words.lengths
-        if not len(lengths):
-            return tally
-        data = np.asarray(words.data) if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        order = np.argsort(lengths, kind="stable")
-        bounds = np.flatnonzero(np.diff(lengths[order])) + 1
-        for group in np.split(order, bounds):
-            length = int(lengths[group[0]])
-            rows = data[starts[group][:, None] + np.arange(length)]
-            tally._add(length, rows, words.frequencies[group])
+    def of_words(cls, words: _Words, pairs: PairCounts | None = None, kept: np.ndarray | None = None,
+                 single: np.ndarray | None = None) -> PartTally:
+        """The words of a `_Words` cut where two ids' pair (in `pairs`) has a code not in `kept` (ascending; None:
+        the words whole), the parts counted: the tables `cut_at_rare_pairs` makes, as they are. The one-id parts'
+        counts are added to `single` (by id, uint64; None: a new array), which the tally then takes."""
+        data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
+        tally = cls(data.dtype)
+        if single is None:
+            single = np.zeros(int(data.max()) + 1 if len(data) else 0, dtype=np.uint64)
+        for length, keys, totals in cut_at_rare_pairs(words, pairs, kept, single):
+            tally.update_length(length, KeyCounts(keys, totals, distinct=True))
+        tally.add_single(single)
         return tally
 
     def add_single(self, counts: np.ndarray) -> None:
         """Add the one-id parts: `counts[id]` of each id."""
         ids = np.flatnonzero(counts)
-        if len(ids):
-            self._add(1, ids.astype(self.dtype)[:, None], counts[ids].astype(np.int64))
-
-    def _add(self, length: int, rows: np.ndarray, counts: np.ndarray) -> None:
-        keys = np.ascontiguousarray(rows, dtype=self.dtype).view(np.dtype((np.void, length * self.dtype.itemsize)))
-        self.update_length(length, KeyCounts(keys.ravel(), counts))
+        if len(ids):  # ascending ids are not ascending bytes (little-endian): a run
+            keys = ids.astype(self.dtype).view(np.dtype((np.void, self.dtype.itemsize)))
+            self.update_length(1, KeyCounts(keys, counts[ids].astype(np.int64)))
 
     def update_length(self, length: int, counts: KeyCounts) -> None:
         if length in self.by_length:
@@ -178,15 +178,13 @@ class PartTally:
             del self.by_length[length]
             if length == 1:
                 recut.update_length(1, KeyCounts(rows.copy().view(np.dtype((np.void, self.dtype.itemsize))).ravel(),
-                                                 totals))
+                                                 totals, distinct=True))  # sorted in already
                 continue
             step = max(1, PAIR_BLOCK // length)
             for start in range(0, len(rows), step):
                 block = _Words(rows[start:start + step].ravel(), np.full(len(rows[start:start + step]), length),
                                totals[start:start + step], 0, [None] * num_ids)
-                single = np.zeros(num_ids, dtype=np.uint64)
-                recut.update(PartTally.of_words(cut_at_rare_pairs(block, PairCounts(block), kept, single)))
-                recut.add_single(single)
+                recut.update(PartTally.of_words(block, PairCounts(block), kept, np.zeros(num_ids, dtype=np.uint64)))
         return recut
 
     def words(self, token_bytes: list[bytes | None], token_counts: np.ndarray | None = None) -> _Words:

@@ -15,18 +15,22 @@ from hf_bpe.train.merging.merge_loop import _Words
 from hf_bpe.train.starts import superword_words
 from hf_bpe.train.starts.superword_words import (
     PairCounts,
+    byte_order_keys,
     cut_at_rare_pairs,
     guess_last_count,
+    key_bytes,
     segment_dtype,
     segmented_words,
 )
+from hf_bpe.train.starts.tallies import PartTally
 
 # Ids at the bounds of uint16 and of what 16 and 32 bits hold.
 WIDE_IDS = [0, 1, 255, 65534, 65535, 65536, 70000, (1 << 21) - 1]
 
 
 def plain_cut(words: list[tuple[list[int], int]], cut_below: int) -> tuple[Counter, Counter, Counter]:
-    """(pair counts, parts of two or more tokens with their frequencies, one-token parts' counts), word by word."""
+    """(pair counts, parts of two or more tokens with their frequencies, one-token parts' counts), word by word; a
+    `cut_below` of 0 cuts nowhere."""
     pairs: Counter[tuple[int, int]] = Counter()
     for tokens, frequency in words:
         for pair in zip(tokens, tokens[1:]):
@@ -52,7 +56,7 @@ def plain_cut(words: list[tuple[list[int], int]], cut_below: int) -> tuple[Count
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.tuples(st.lists(st.integers(0, 4), min_size=2, max_size=14), st.integers(1, 3)), min_size=1,
-                      max_size=30), block=st.integers(1, 20), wide=st.booleans(), cut_below=st.integers(1, 8))
+                      max_size=30), block=st.integers(1, 20), wide=st.booleans(), cut_below=st.integers(0, 8))
 def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple[list[int], int]], block: int,
                                                                wide: bool, cut_below: int,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,13 +76,34 @@ def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple
     expected_pairs, expected_parts, expected_single = plain_cut(words, cut_below)
     assert {divmod(code, num_ids): int(total) for code, total in zip(pairs.distinct.tolist(), pairs.totals)
             } == expected_pairs
-    parts = cut_at_rare_pairs(start_state, pairs, pairs.frequent(cut_below), token_counts)
-    ends = np.cumsum(parts.lengths).tolist()
-    found = Counter({tuple(parts.data[end - length:end].tolist()): frequency
-                     for end, length, frequency in zip(ends, parts.lengths.tolist(), parts.frequencies.tolist())})
-    assert len(found) == len(parts.lengths)  # each part once
+    frequent = pairs.frequent(cut_below) if cut_below else None  # None: cut nowhere
+    tables = cut_at_rare_pairs(start_state, pairs, frequent, token_counts)
+    assert [length for length, _, _ in tables] == sorted({length for length, _, _ in tables})
+    found: Counter[tuple[int, ...]] = Counter()
+    for length, keys, totals in tables:
+        assert keys.dtype == np.dtype((np.void, length * dtype.itemsize))
+        order = np.argsort(keys, kind="stable")  # the tables are ascending as numpy sorts bytes, and distinct
+        assert order.tolist() == list(range(len(keys))) and len(set(keys.tolist())) == len(keys)
+        found.update(dict(zip(map(tuple, keys.view(dtype).reshape(-1, length).tolist()), totals.tolist())))
     assert found == expected_parts
     assert {token: int(count) for token, count in enumerate(token_counts) if count} == expected_single
+    tally = PartTally.of_words(start_state, pairs, frequent)  # the same tables, with the one-token parts
+    assert dict((tuple(part.tolist()), count) for part, count in tally.items()) == expected_parts + Counter(
+        {(token,): count for token, count in expected_single.items()})
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.uint8, np.uint16, np.uint32]))
+def test_byte_order_keys_sort_as_the_bytes_and_give_them_back(data: st.DataObject, dtype: type) -> None:
+    size = np.dtype(dtype).itemsize
+    length = data.draw(st.integers(1, 8 // size))
+    rows = np.array(data.draw(st.lists(st.lists(st.integers(0, np.iinfo(dtype).max), min_size=length,
+                                                max_size=length), max_size=40)), dtype=dtype).reshape(-1, length)
+    keys = byte_order_keys((rows[:, column].copy() for column in range(length)), size)
+    assert keys.dtype == np.uint64 and len(keys) == len(rows)
+    as_bytes = rows.view(np.dtype((np.void, length * size))).ravel()
+    assert key_bytes(keys, length * size).tolist() == as_bytes.tolist()
+    assert np.argsort(keys, kind="stable").tolist() == np.argsort(as_bytes, kind="stable").tolist()
 
 
 def test_the_packed_dtype_is_the_smallest_that_holds_every_id() -> None:
@@ -90,7 +115,9 @@ def test_no_words_make_no_pairs_and_no_parts() -> None:
     start_state = segmented_words({}, np.dtype(np.uint16), [None] * 256)
     pairs = PairCounts(start_state)
     assert len(pairs.distinct) == 0 and guess_last_count(pairs.totals, 10) == 0
-    assert len(cut_at_rare_pairs(start_state, pairs, pairs.frequent(5)).lengths) == 0
+    assert cut_at_rare_pairs(start_state, pairs, pairs.frequent(5)) == []
     words = _Words(np.array([3, 4], np.uint16), np.array([2]), np.array([9]), 1, [None] * 5)
     pairs = PairCounts(words)
-    assert cut_at_rare_pairs(words, pairs, pairs.frequent(10)).data.tolist() == []
+    assert cut_at_rare_pairs(words, pairs, pairs.frequent(10)) == []
+    with pytest.raises(ValueError, match="pair counts"):
+        cut_at_rare_pairs(words, None, pairs.frequent(1))

@@ -19,15 +19,23 @@ runs = st.lists(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 9)), max_s
 
 
 @settings(max_examples=200, deadline=None)
-@given(runs=runs)
-def test_key_counts_add_up_as_a_counter(runs: list[list[tuple[int, int]]]) -> None:
+@given(runs=runs, shift=st.sampled_from([0, 12, 30, 58]), tables=st.lists(st.booleans(), max_size=12))
+def test_key_counts_add_up_as_a_counter(runs: list[list[tuple[int, int]]], shift: int, tables: list[bool]) -> None:
+    """Keys of a few bits and of up to 64 (each of `stable_order`'s sorts); runs given as they come, or as tables
+    (`distinct`: summed and sorted first)."""
     expected: Counter[int] = Counter()
     tally = KeyCounts()
-    for run in runs:
+    for run, table in zip(runs, tables + [False] * len(runs)):
+        run = [(key << shift, count) for key, count in run]
         for key, count in run:
             expected[key] += count
-        keys = np.array([key for key, _ in run], dtype=np.int64)
-        tally.update(KeyCounts(keys, np.array([count for _, count in run], dtype=np.int64)))
+        if table:
+            summed = Counter({key: 0 for key, _ in run})
+            for key, count in run:
+                summed[key] += count
+            run = sorted(summed.items())
+        keys = np.array([key for key, _ in run], dtype=np.uint64 if shift > 40 else np.int64)
+        tally.update(KeyCounts(keys, np.array([count for _, count in run], dtype=np.int64), distinct=table))
     assert len(tally) >= len(expected)
     assert dict(zip(tally.keys.tolist(), tally.totals.tolist())) == expected
     assert tally.keys.tolist() == sorted(expected) and len(tally) == len(expected)
@@ -62,17 +70,12 @@ def test_part_tallies_add_up_as_a_counter_of_sequences(groups: list[list[tuple[l
     for group in groups:
         group = [([token % (1 << 16) if dtype is np.uint16 else token for token in part], count)
                  for part, count in group]
-        several = [(part, count) for part, count in group if len(part) > 1]
-        words = _Words(np.array([token for part, _ in several for token in part], dtype=dtype),
-                       np.array([len(part) for part, _ in several], dtype=np.int64),
-                       np.array([count for _, count in several], dtype=np.int64), len(several), [])
-        tally = PartTally.of_words(words)
-        single = np.zeros(1 << 17, dtype=np.uint64)
+        words = _Words(np.array([token for part, _ in group for token in part], dtype=dtype),
+                       np.array([len(part) for part, _ in group], dtype=np.int64),
+                       np.array([count for _, count in group], dtype=np.int64), len(group), [])
+        tally = PartTally.of_words(words)  # whole, equal ones counted together; one-id parts too
         for part, count in group:
             expected[tuple(part)] += count
-            if len(part) == 1:
-                single[part[0]] += count
-        tally.add_single(single)
         total = add_counts(total, StageTwoCounts(tally))  # type: ignore[arg-type]
     found = {} if isinstance(total, Counter) else {tuple(part.tolist()): count
                                                     for part, count in total.parts.items()}
