@@ -17,6 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from operator import mul
 
+import numpy as np
+
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
 from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor
@@ -29,7 +31,7 @@ from hf_bpe.train.merging.merge_loop import (
     token_order_keys,
     vocab_of_merges,
 )
-from hf_bpe.train.merging.parity_selection import LanguageStore, ParitySelection
+from hf_bpe.train.merging.parity_selection import DevLengths, LanguageStore, ParitySelection
 from hf_bpe.train.merging.queues import QUEUES
 
 
@@ -59,7 +61,7 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     languages = [_language_store(source_counts[name], weight, token_keys, min_frequency)
                  for name, weight in zip(names, multiplier)]
     initial = [store.tokens for store in languages]
-    dev_stores = None if dev is None else [_language_store(dev[name], 1) for name in names]
+    dev_lengths = None if dev is None else _dev_lengths([dev[name] for name in names])
     pooled = None
     if global_merges:
         pooled_counts = _pooled(source_counts, names, multiplier)
@@ -70,7 +72,11 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         corpus = FlatCorpus(words.data, words.lengths, words.frequencies, floor)
         pooled = RankedStore(corpus, QUEUES["buckets"](corpus.pair_counts, token_keys, corpus.floor), min_frequency)
         del words, pooled_counts
-    selection = ParitySelection(languages, initial, dev=dev_stores,
+    token_chars = languages[0].corpus.token_chars
+    for store in [*languages, dev_lengths, pooled]:
+        if store is not None:
+            store.corpus.token_chars = token_chars
+    selection = ParitySelection(languages, initial, token_chars, dev=dev_lengths,
                                 ratios=None if ratios is None else [ratios[name] for name in names],
                                 variant=variant, window_size=window_size, alpha=alpha, pooled=pooled,
                                 global_merges=global_merges)
@@ -83,19 +89,39 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     return vocab_of_merges(id_merges, specials)
 
 
-def _language_store(counts: Mapping[bytes, int], weight: int, token_keys: list[str] | None = None,
-                    min_frequency: int = 0) -> LanguageStore:
-    """A language's words, each count times `weight`, in a store with no floor; ranked by a queue sharing
-    `token_keys` when they are given (a dev set's store has none)."""
+def _language_store(counts: Mapping[bytes, int], weight: int, token_keys: list[str], min_frequency: int
+                    ) -> LanguageStore:
+    """A language's words, each count times `weight`, in a store with no floor, ranked by a queue sharing
+    `token_keys`."""
     weighted = counts if weight == 1 else {word: count * weight for word, count in counts.items() if count * weight}
     words = _Words.of_counts(weighted)
     words.check_totals()
     corpus = FlatCorpus(words.data, words.lengths, words.frequencies)
-    ranked = (None if token_keys is None
-              else RankedStore(corpus, QUEUES["buckets"](corpus.pair_counts, token_keys), min_frequency))
-    # The length in tokens before any merge, single bytes included (exact: Python ints).
-    tokens = weight * sum(map(mul, map(len, counts), counts.values()))
-    return LanguageStore(corpus, tokens, ranked)
+    ranked = RankedStore(corpus, QUEUES["buckets"](corpus.pair_counts, token_keys), min_frequency)
+    return LanguageStore(ranked, weight * _length_in_tokens(counts))
+
+
+def _dev_lengths(dev_counts: list[Mapping[bytes, int]]) -> DevLengths:
+    """The dev sets' distinct words of two bytes or more in one store, with each language's count of each."""
+    rows: dict[bytes, int] = {}
+    for counts in dev_counts:
+        for word in counts:
+            if len(word) > 1:
+                rows.setdefault(word, len(rows))
+    table = np.zeros((len(rows), len(dev_counts)), dtype=np.int64)
+    for language, counts in enumerate(dev_counts):
+        words = [word for word in counts if len(word) > 1]
+        table[[rows[word] for word in words], language] = [counts[word] for word in words]
+    totals = dict(zip(rows, table.sum(axis=1).tolist()))
+    words = _Words.of_counts(totals)
+    words.check_totals()
+    corpus = FlatCorpus(words.data, words.lengths, words.frequencies)
+    return DevLengths(corpus, table, [_length_in_tokens(counts) for counts in dev_counts])
+
+
+def _length_in_tokens(counts: Mapping[bytes, int]) -> int:
+    """The words' length in tokens before any merge, single bytes included (exact: Python ints)."""
+    return sum(map(mul, map(len, counts), counts.values()))
 
 
 def _pooled(source_counts: Mapping[str, Mapping[bytes, int]], names: list[str], multiplier: list[int]

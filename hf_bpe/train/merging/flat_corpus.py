@@ -255,7 +255,8 @@ class FlatCorpus:
         The counts of the neighbouring pairs change, the created pairs' counts and index entries are added, and the
         pair's own count and entries are dropped.
         """
-        self.token_chars.append(new_token)
+        if len(self.token_chars) == ord(new_token):  # else another store sharing the list learned it
+            self.token_chars.append(new_token)
         entry = self.index.pop(pair, ())
         if isinstance(entry, int):
             return self._merge_in_python((entry,), pair, new_token)

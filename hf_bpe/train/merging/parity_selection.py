@@ -13,7 +13,9 @@ choice of language, the window variant, ratios, global merges, weights, exhauste
   running totals, lowered after each merge by the occurrences it merged: for a pair of two different tokens, exactly
   its count before the merge (its occurrences cannot overlap); for (a, a), the listed positions that now hold the new
   token. No dev word is scanned again.
-* A store that does not hold the merged pair only learns the new token's character.
+* The stores share one list of the tokens' characters, so a store that does not hold the merged pair is not
+  visited at all.
+* The dev sets are one store of their distinct words (`DevLengths`): only their lengths are needed, not their pairs.
 * The first `global_merges` merges come from a store of the pooled (weighted) words, with the usual speculative
   floor; it is dropped once they are made.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from operator import sub
 
 import numpy as np
 
@@ -32,32 +35,50 @@ from hf_bpe.train.merging.merge_loop import RankedStore
 
 
 class LanguageStore:
-    """One language's (or dev set's) words as a `FlatCorpus`, and their running length in tokens."""
+    """One language's words as a `FlatCorpus` ranked by its queue, and their running length in tokens."""
 
     __slots__ = ("corpus", "ranked", "tokens")
 
-    def __init__(self, corpus: FlatCorpus, tokens: int, ranked: RankedStore | None = None) -> None:
-        self.corpus, self.tokens, self.ranked = corpus, tokens, ranked
+    def __init__(self, ranked: RankedStore, tokens: int) -> None:
+        self.ranked, self.corpus, self.tokens = ranked, ranked.corpus, tokens
 
     def merge(self, pair: str, new_token: str) -> None:
-        """Merge `pair` in these words; lower `tokens` by the occurrences merged, times their words' frequencies."""
+        """Merge `pair` in these words (which hold it); lower `tokens` by the occurrences merged, times their words'
+        frequencies."""
         corpus = self.corpus
-        count = corpus.pair_counts.get(pair)
-        if count is None:  # no word here holds the pair: only the new token's character is learned
-            corpus.token_chars.append(new_token)
+        if pair[0] != pair[1]:  # occurrences cannot overlap: every one counted is merged
+            self.tokens -= corpus.pair_counts[pair]
+            self.ranked.queue.add(corpus.merge(pair, new_token))
             return
-        positions = None
-        if pair[0] == pair[1]:  # overlapping occurrences: only those merged count
-            entry = corpus.index.get(pair, ())
-            positions = np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
-        created = corpus.merge(pair, new_token)
-        if self.ranked is not None:
-            self.ranked.queue.add(created)
-        if positions is None:
-            self.tokens -= count
-        else:
-            merged = positions[corpus.symbols[positions] == ord(new_token)]
-            self.tokens -= int(corpus.frequencies[corpus.word_of[merged]].sum())
+        positions = _listed_positions(corpus, pair)
+        self.ranked.queue.add(corpus.merge(pair, new_token))
+        merged = positions[corpus.symbols[positions] == ord(new_token)]
+        self.tokens -= int(corpus.frequencies[corpus.word_of[merged]].sum())
+
+
+class DevLengths:
+    """The dev sets' words, each distinct word once in one `FlatCorpus` however many languages have it, and each
+    language's running length in tokens: after a merge, each language's counts of the words where it merged,
+    summed in one numpy operation (`counts`, words by languages)."""
+
+    def __init__(self, corpus: FlatCorpus, counts: np.ndarray, tokens: list[int]) -> None:
+        self.corpus, self.counts, self.tokens = corpus, counts, tokens
+
+    def merge(self, pair: str, new_token: str) -> None:
+        corpus = self.corpus
+        if pair not in corpus.pair_counts:
+            return
+        positions = _listed_positions(corpus, pair)
+        corpus.merge(pair, new_token)
+        merged = positions[corpus.symbols[positions] == ord(new_token)]
+        if len(merged):
+            self.tokens = list(map(sub, self.tokens, self.counts[corpus.word_of[merged]].sum(axis=0).tolist()))
+
+
+def _listed_positions(corpus: FlatCorpus, pair: str) -> np.ndarray:
+    """The positions `corpus` lists for `pair` (some may be stale; none is missing: the store has no floor)."""
+    entry = corpus.index.get(pair, ())
+    return np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
 
 
 class ParitySelection:
@@ -65,11 +86,12 @@ class ParitySelection:
 
     `languages`: each language's store (with its queue, `LanguageStore.ranked`), in language order, over its
     weighted words; `initial`: each one's weighted length in tokens before any merge (single bytes included);
-    `dev`: each language's dev-set store, or None; `ratios`: each language's target compression, or None (neither:
-    the weighted training length chooses); `pooled`: the store of the pooled words for the first `global_merges`."""
+    `token_chars`: the list every store shares (`FlatCorpus.token_chars`); `dev`: the dev sets' store, or None;
+    `ratios`: each language's target compression, or None (neither: the weighted training length chooses);
+    `pooled`: the store of the pooled words for the first `global_merges`."""
 
-    def __init__(self, languages: Sequence[LanguageStore], initial: Sequence[int], *,
-                 dev: Sequence[LanguageStore] | None = None, ratios: Sequence[float] | None = None,
+    def __init__(self, languages: Sequence[LanguageStore], initial: Sequence[int], token_chars: list[str], *,
+                 dev: DevLengths | None = None, ratios: Sequence[float] | None = None,
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
                  pooled: RankedStore | None = None, global_merges: int = 0) -> None:
         self.languages, self.initial, self.dev, self.ratios = list(languages), list(initial), dev, ratios
@@ -82,6 +104,7 @@ class ParitySelection:
         # With ratios, a language without training text is never chosen (its compression is 0/0).
         self.exhausted = {index for index, total in enumerate(initial) if total == 0} if ratios is not None else set()
         self.chosen: int | None = None
+        self.token_chars = token_chars  # every store's: chr(id) for every id so far
 
     def pop(self) -> str | None:
         if self.merges_made < self.global_merges:
@@ -100,20 +123,22 @@ class ParitySelection:
     def merge(self, pair: str, new_token: str) -> None:
         self.merges_made += 1
         self.chosen = None
+        self.token_chars.append(new_token)  # for every store, those without the pair too
         if self.pooled is not None:
             if self.merges_made < self.global_merges:
                 self.pooled.merge(pair, new_token)
             else:
                 self.pooled = None  # the global merges are made: its memory goes
         for store in self.languages:
-            store.merge(pair, new_token)
-        for store in self.dev or ():
-            store.merge(pair, new_token)
+            if pair in store.corpus.pair_counts:
+                store.merge(pair, new_token)
+        if self.dev is not None:
+            self.dev.merge(pair, new_token)
 
     def _need(self) -> list[float]:
         """Each language's need of a merge, the greatest first (the reference's expressions, the same floats)."""
         if self.dev is not None:
-            return [store.tokens for store in self.dev]
+            return self.dev.tokens
         if self.ratios is not None:  # the smaller the adjusted compression, the greater the need
             return [-(initial / max(store.tokens, 1)) / ratio
                     for initial, store, ratio in zip(self.initial, self.languages, self.ratios)]
