@@ -1,0 +1,372 @@
+"""Named sources: pre-token counts per source (a language, a domain), in one counting pass over all of them.
+
+    hf-bpe train en=data/en.txt de=data/de.txt 'code=data/code/*.py' --out tok
+
+`parse_sources` reads such inputs. The rule: an input is `NAME=PATH` when the text before its first `=` is a name
+(`NAME_REGEX`: a letter or digit, then letters, digits, `_`, `.`, `+` or `-`; the rule of `hf-bpe eval --corpus`)
+and the whole input is not an existing file; PATH is everything after that `=` (so it may hold `=` itself). Any
+other input is a bare path, as before: bare inputs alone train on one pooled corpus exactly as they always have.
+A PATH with `*`, `?` or `[` that is not a file is a glob, expanded here (sorted), since the shell does not expand
+`NAME=...`; a glob that matches no file is an error. Mixing named and bare inputs, or giving a name twice, is an
+error too (give a source several files with a glob; from Python, with a list).
+
+`count_sources_in_files` counts every source in one pass: each task (a file chunk, as plain counting cuts them)
+carries its source's index, and each worker keeps the counts of each source apart (`SourceCounts`, the `Tally` it
+hands over). A worker's piece table is kept across the chunks of one source, so a piece seen in many chunks is
+pre-tokenized once per worker and source, as plain counting does it once per worker: the tasks come source by
+source, so a worker converts its table once more per source it meets, not per chunk. Each source's counts equal
+`hf_bpe.train._reference.reference_counts` of that source's texts (tests/train/counting/test_sources.py).
+
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> for name, text in [("en.txt", "the cat the"), ("fr.txt", "le chat")]:
+...     _ = open(os.path.join(folder, name), "w").write(text)
+>>> sources = parse_sources([f"en={folder}/en.txt", f"fr={folder}/fr.txt"])
+>>> {name: sorted(counts.items()) for name, counts in count_sources_in_files(sources, num_workers=1).items()}
+{'en': [(b' cat', 1), (b' the', 1), (b'the', 1)], 'fr': [(b' chat', 1), (b'le', 1)]}
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import re
+import stat
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from typing import Any
+
+from hf_bpe.common.errors import InputError
+from hf_bpe.common.files import PathArg, check_input_files, is_url, open_binary, read_text
+from hf_bpe.common.parallel import progress_bar
+from hf_bpe.pretokenize import GPT2_PATTERN, replace_surrogates, resolve_pattern, validate_special_tokens
+from hf_bpe.train.counting.count import (
+    DEFAULT_CHUNK_BYTES,
+    MIN_PARALLEL_BYTES,
+    CountingEngine,
+    CountStats,
+    _batches,
+    _find_replacements,
+    find_chunk_boundaries,
+)
+from hf_bpe.train.counting.local_engine import LocalCountingEngine, check_num_workers
+from hf_bpe.train.counting.piece_counter import MAX_PIECES, PieceCounter
+
+# A source's name: a code such as en, zh-Hans or pt_BR, or any word; never a path (hf_bpe.evaluation.languages's).
+NAME_REGEX = re.compile(r"[A-Za-z0-9][\w.+-]*")
+# A worker hands its other sources' counts over once they hold this many entries, so that a worker that meets many
+# sources holds no more than plain counting's worker would.
+HANDOVER_ENTRIES = MAX_PIECES // 2
+_GLOB_CHARS = frozenset("*?[")
+
+
+def parse_sources(inputs: Sequence[str | os.PathLike[str]], flag: str = "INPUT") -> dict[str, list[str]] | None:
+    """`NAME=PATH` inputs as {name: paths} in the order given, globs expanded; None when every input is a bare path
+    (see the module docstring for the rule). InputError, naming the input, for a name given twice, a `NAME=` with no
+    path, a glob that matches nothing, or named and bare inputs mixed. `flag` names the inputs in messages.
+
+    >>> parse_sources(["corpus.txt"]) is None
+    True
+    >>> parse_sources(["en=a.txt", "zh-Hans=b=c.txt"])
+    {'en': ['a.txt'], 'zh-Hans': ['b=c.txt']}
+    >>> parse_sources(["en=a.txt", "b.txt"])
+    Traceback (most recent call last):
+    ...
+    hf_bpe.common.errors.InputError: INPUT b.txt has no NAME= while en=a.txt has: name every input or none
+    """
+    named: dict[str, list[str]] = {}
+    first_named = first_bare = None
+    for value in map(os.fspath, inputs):
+        name, equals, path = value.partition("=")
+        if not equals or not NAME_REGEX.fullmatch(name) or os.path.isfile(value):
+            first_bare = first_bare or value
+        else:
+            if name in named:
+                raise InputError(f"{flag} {value}: the name {name} is given twice (give a source several files with "
+                                 "a glob)")
+            if not path:
+                raise InputError(f"{flag} {value}: no path after {name}=")
+            named[name] = _expand(path, value, flag)
+            first_named = first_named or value
+        if first_named is not None and first_bare is not None:
+            raise InputError(f"{flag} {first_bare} has no NAME= while {first_named} has: name every input or none")
+    return named or None
+
+
+def _expand(path: str, value: str, flag: str) -> list[str]:
+    """The files of a PATH: itself, or the files a glob matches (sorted)."""
+    if is_url(path) or not _GLOB_CHARS.intersection(path) or os.path.exists(path):
+        return [path]
+    matches = sorted(match for match in glob.glob(path) if os.path.isfile(match))
+    if not matches:
+        raise InputError(f"{flag} {value}: no file matches {path}")
+    return matches
+
+
+def source_paths(sources: Mapping[str, PathArg | Sequence[PathArg]], what: str = "source") -> dict[str, list[PathArg]]:
+    """{name: [paths]} of a mapping from names to a path or paths, checked: names are non-empty strs, and there is at
+    least one source, each with at least one path."""
+    if not isinstance(sources, Mapping):
+        raise TypeError(f"sources must be a mapping from names to paths, got {type(sources).__name__}")
+    if not sources:
+        raise InputError(f"no {what}s given")
+    paths: dict[str, list[PathArg]] = {}
+    for name, given in sources.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{what} names must be non-empty strs, got {name!r}")
+        paths[name] = [given] if isinstance(given, (str, os.PathLike)) else list(given)
+        if not paths[name]:
+            raise InputError(f"{what} {name} has no files")
+    return paths
+
+
+def check_source_files(paths: Mapping[str, Sequence[PathArg]], what: str = "source") -> dict[str, list[int]]:
+    """{name: the sizes of its files}, each file checked as `check_input_files` checks it; InputError naming the
+    source when all its files are empty."""
+    sizes = {}
+    for name, files in paths.items():
+        if _all_local_and_empty(files):
+            raise InputError(f"{what} {name} has no text: " + (f"its {len(files)} files are empty" if len(files) > 1
+                                                                 else f"{os.fspath(files[0])} is empty"))
+        sizes[name] = check_input_files(files)
+    return sizes
+
+
+def _all_local_and_empty(paths: Sequence[PathArg]) -> bool:
+    try:
+        return all(not is_url(path) and stat.S_ISREG((status := os.stat(path)).st_mode) and status.st_size == 0
+                   for path in paths)
+    except OSError:  # check_input_files names the file
+        return False
+
+
+def count_sources_in_files(sources: Mapping[str, PathArg | Sequence[PathArg]], special_tokens: Sequence[str] = (),
+                           *, num_workers: int | None = None, engine: CountingEngine | None = None,
+                           pattern: str | None = None, errors: str = "strict", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                           progress: bool | None = None, stats: CountStats | None = None, what: str = "source"
+                           ) -> dict[str, Counter[bytes]]:
+    """Each source's pre-token counts ({name: counts}, in the order of `sources`), counted in one pass.
+
+    The options are `count_pretokens_in_files`'s (`engine`: the local worker processes by default, or a
+    `RayCountingEngine`). InputError naming the source (`what` says what it is: "dev set" for parity's dev sets)
+    when it has no text: its files are all empty, or hold only special tokens.
+    """
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    check_num_workers(num_workers)
+    specials = validate_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
+    paths = source_paths(sources, what)
+    sizes = check_source_files(paths, what)
+    special_bytes = [token.encode() for token in specials]
+    tasks: list[tuple[int, str, int, int]] = []
+    for index, name in enumerate(paths):
+        for path, size in zip(paths[name], sizes[name]):
+            if size:
+                with open_binary(path) as file:
+                    boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes, pattern=regex)
+                tasks.extend((index, os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
+    if errors == "replace" and stats is not None:
+        _find_replacements([task[1:] for task in tasks], stats)
+    total = sum(map(sum, sizes.values()))
+    if engine is None:
+        small = num_workers is None and total < MIN_PARALLEL_BYTES
+        engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
+    with progress_bar(progress, desc="counting pre-tokens", total=total, unit="B", unit_scale=True) as bar:
+        counted = engine.count(tasks, _SourceFileTask(errors, regex), specials, bar)
+    return _by_name(counted, list(paths), f"{what} {{name}} has no text: nothing but special tokens")
+
+
+def count_sources_in_iterators(sources: Mapping[str, Iterable[str]], special_tokens: Sequence[str] = (), *,
+                               num_workers: int | None = None, engine: CountingEngine | None = None,
+                               pattern: str | None = None, progress: bool | None = None, what: str = "source"
+                               ) -> dict[str, Counter[bytes]]:
+    """Each source's pre-token counts ({name: counts}, in order) of iterables of texts, each text a document, as
+    `count_pretokens_in_iterator` counts one: in batches, the sources one after the other in one pass. InputError
+    naming a source with no text."""
+    if not isinstance(sources, Mapping):
+        raise TypeError(f"sources must be a mapping from names to texts, got {type(sources).__name__}")
+    if not sources:
+        raise InputError(f"no {what}s given")
+    check_num_workers(num_workers)
+    specials = validate_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
+    names = list(sources)
+    sized = all(isinstance(texts, Sized) for texts in sources.values())
+    total = sum(len(texts) for texts in sources.values()) if sized else None  # type: ignore[arg-type]
+    tasks: Iterator[tuple[int, Any]] = ((index, batch) for index, name in enumerate(names)
+                                        for batch in _batches(sources[name], specials, regex))
+    if engine is None:
+        first = list(itertools.islice(tasks, 2))
+        engine = LocalCountingEngine(1 if len(first) < 2 else num_workers)  # one batch: not worth a worker
+        tasks = _chain(first, tasks)
+    with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
+        counted = engine.count(tasks, _SourceBatchTask(regex), specials, bar)
+    return _by_name(counted, names, f"{what} {{name}} has no text")
+
+
+def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
+    yield from first
+    yield from rest
+
+
+def _by_name(counted: Any, names: list[str], no_text: str) -> dict[str, Counter[bytes]]:
+    """The engine's `SourceCounts` by source name; InputError (`no_text`, formatted with the name) for a source
+    with no pre-token."""
+    tables = counted.by_source() if isinstance(counted, SourceCounts) else {}
+    for index, name in enumerate(names):
+        if not tables.get(index):
+            raise InputError(no_text.format(name=name))
+    return {name: tables[index] for index, name in enumerate(names)}
+
+
+# --- what the workers keep -----------------------------------------------------------------------------------------
+
+
+class SourceCounts(dict):  # type: ignore[type-arg]
+    """Pre-token counts per source (by index): the `Tally` a counting worker keeps and hands over, and that the
+    parent (and Ray's actors) add up (`add_counts`).
+
+    The dict itself holds the counts of `source`, the source being counted: a `PieceCounter` converts its piece
+    table into it (as its `pretokens`) with the same dict operations, at the same speed, as into plain pre-token
+    counts. `others` holds the other sources' counts. It is always true, an empty one too, so that a `PieceCounter`
+    converts into it rather than replacing it by a plain Counter; its length is the entries of all its sources.
+
+    >>> tally = SourceCounts(0, current={b"a": 1})
+    >>> tally.switch_to(1)
+    >>> tally[b"b"] = 2
+    >>> other = SourceCounts(1, current={b"b": 1, b"c": 1})
+    >>> tally.update(other)
+    >>> tally.by_source(), len(tally)
+    ({0: Counter({b'a': 1}), 1: Counter({b'b': 3, b'c': 1})}, 3)
+    """
+
+    def __init__(self, source: int, others: dict[int, Counter[bytes]] | None = None,
+                 current: Mapping[bytes, int] = ()) -> None:  # type: ignore[assignment]
+        super().__init__(current)
+        self.source = source
+        self.others: dict[int, Counter[bytes]] = {} if others is None else others
+        self.others_entries = sum(map(len, self.others.values()))
+        self.converted = False  # a task's piece table was converted into it (`full`)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + self.others_entries
+
+    def switch_to(self, source: int) -> None:
+        """Count `source` from now on: the current source's counts join `others` (a copy in C, once per source a
+        worker meets, since the tasks come source by source)."""
+        if source == self.source:
+            return
+        if dict.__len__(self):
+            self._add_other(self.source, Counter(self))  # a dict-to-dict copy: this class keeps dict's iteration
+            dict.clear(self)
+        again = self.others.pop(source, None)
+        if again:
+            self.others_entries -= len(again)
+            dict.update(self, again)
+        self.source = source
+
+    def update(self, other: Any) -> None:  # type: ignore[override]
+        """Add another `SourceCounts` (another worker's). Pre-token counts that name no source are refused."""
+        if not isinstance(other, SourceCounts):
+            if other:
+                raise TypeError(f"only SourceCounts add to SourceCounts, got {type(other).__name__}")
+            return
+        for source, counts in other.others.items():
+            if source == self.source:
+                _add_into(self, counts)
+            else:
+                self._add_other(source, counts)
+        if dict.__len__(other):
+            if other.source == self.source:
+                _add_into(self, other)
+            else:
+                self._add_other(other.source, Counter(other))
+
+    def full(self) -> bool:
+        """Whether a worker should hand these over now: a task converted its piece table (as plain counting hands
+        over its counts then), or the other sources' counts are `HANDOVER_ENTRIES` entries or more."""
+        return self.converted or self.others_entries >= HANDOVER_ENTRIES
+
+    def by_source(self) -> dict[int, Counter[bytes]]:
+        """{source index: its pre-token counts}."""
+        tables = dict(self.others)
+        if dict.__len__(self):
+            tables[self.source] = Counter(self)
+        return tables
+
+    def _add_other(self, source: int, counts: Counter[bytes]) -> None:
+        """Add `counts` (a Counter this tally may keep) to the table of `source`, not the current one."""
+        table = self.others.get(source)
+        if table is None:
+            self.others[source] = counts
+            self.others_entries += len(counts)
+            return
+        before = len(table)
+        if len(counts) > len(table):  # the larger table takes the smaller one's counts
+            table, counts = counts, table
+            self.others[source] = table
+        _add_into(table, counts)
+        self.others_entries += len(table) - before
+
+
+def _add_into(table: dict[bytes, int], counts: Mapping[bytes, int]) -> None:
+    get = table.get
+    for pretoken, count in counts.items():
+        table[pretoken] = get(pretoken, 0) + count
+
+
+def add_to_source(counter: PieceCounter, source: int, text: str, pattern: str | None = None) -> None:
+    """Count `text` as the source's on a counting engine's `PieceCounter`, whose pre-token counts are then a
+    `SourceCounts` (`pattern`: regex text, None for the counter's own)."""
+    tally = counter.pretokens
+    if not isinstance(tally, SourceCounts):
+        if tally:
+            raise TypeError("this PieceCounter holds pre-token counts of no source")
+        if pattern is not None and pattern != counter.pattern:
+            counter.add_text("", pattern)  # take the pattern while empty: it refuses another once it holds a tally
+        tally = counter.pretokens = SourceCounts(source)  # type: ignore[assignment]
+    elif tally.source != source:
+        counter.flush()  # the pieces so far are the previous source's
+        tally.switch_to(source)
+    pieces = counter.pieces
+    counter.add_text(text, pattern)
+    if counter.pieces is not pieces:  # the piece table was converted, and a new one begun
+        tally.converted = True
+
+
+class _SourceFileTask:
+    """Counts one byte range of a source's file, `(source index, path, start, end)`; its size is its bytes."""
+
+    def __init__(self, errors: str, pattern: str | None = None) -> None:
+        self.errors = errors
+        self.pattern = None if pattern == GPT2_PATTERN else pattern
+
+    def __call__(self, counter: PieceCounter, task: tuple[int, str, int, int]) -> int:
+        source, path, start, end = task
+        add_to_source(counter, source, read_text(path, start, end, self.errors), self.pattern)
+        return end - start
+
+
+class _SourceBatchTask:
+    """Counts a batch of a source's texts, `(source index, batch)`, each text on its own; its size is the number of
+    texts that end in it."""
+
+    def __init__(self, pattern: str | None = None) -> None:
+        self.pattern = None if pattern == GPT2_PATTERN else pattern
+
+    def __call__(self, counter: PieceCounter, task: tuple[int, list[str]]) -> int:
+        source, batch = task
+        for text in batch:
+            add_to_source(counter, source, replace_surrogates(text), self.pattern)
+        return getattr(batch, "texts", len(batch))
+
+
+__all__ = ["HANDOVER_ENTRIES", "NAME_REGEX", "SourceCounts", "add_to_source", "check_source_files",
+           "count_sources_in_files", "count_sources_in_iterators", "parse_sources", "source_paths"]
