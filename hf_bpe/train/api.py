@@ -1,4 +1,5 @@
-"""The public training functions: from files, from any iterable of texts, from pre-token counts.
+"""The public training functions: from files (pooled, or named sources: a mapping from names to paths, weighted or
+trained parity-aware), from any iterable of texts, from pre-token counts.
 
 Each checks its arguments before any work, counts pre-tokens (`hf_bpe.train.counting.count`) with the engine it is given
 (`hf_bpe.train.counting.local_engine` or `hf_bpe.train.counting.ray_counting`), and runs the merge loop
@@ -25,17 +26,25 @@ from hf_bpe.train.checks import (
     report_training,
 )
 from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.counting.sources import check_source_files, count_sources_in_files, source_paths
+from hf_bpe.train.counting.weights import pooled_counts, source_weights
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge, _Words, vocab_of_merges
 from hf_bpe.train.starts.superword import check_superword_options
 from hf_bpe.train.starts.superword_passes import StageTwoPass, check_stage_two_files, train_superwords
 
+Sources = Mapping[str, PathArg | Sequence[PathArg]]
 
-def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_tokens: Sequence[str] | None = None,
-              *, num_workers: int | None = None, errors: str = "strict", progress: bool | None = None,
-              verbose: bool = False, engine: str = "local", ray_address: str | None = None,
-              pattern: str | None = None, min_frequency: int = 0, max_token_length: int | None = None,
-              superword_from: int | None = None, superword_pattern: str | None = None) -> tuple[Vocab, Merges]:
-    """Train a byte-level BPE tokenizer on one or more UTF-8 text files.
+
+def train_bpe(input_path: PathArg | Sequence[PathArg] | Sources, vocab_size: int,
+              special_tokens: Sequence[str] | None = None, *, num_workers: int | None = None, errors: str = "strict",
+              progress: bool | None = None, verbose: bool = False, engine: str = "local",
+              ray_address: str | None = None, pattern: str | None = None, min_frequency: int = 0,
+              max_token_length: int | None = None, superword_from: int | None = None,
+              superword_pattern: str | None = None, weights: Mapping[str, float] | None = None,
+              sampling_temperature: float | None = None, parity: bool = False, dev: Sources | None = None,
+              ratios: Mapping[str, float] | None = None, parity_variant: str = "base", window_size: int = 100,
+              alpha: float = 2.0, global_merges: int = 0) -> tuple[Vocab, Merges]:
+    """Train a byte-level BPE tokenizer on one or more UTF-8 text files, or on named sources.
 
     Special tokens split the text into documents (no merge crosses them) and get the last ids of the vocab.
     `vocab_size` counts the 256 byte tokens, the merges and the special tokens; training stops early when no pair
@@ -60,14 +69,48 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
     every node can read) and needs `pip install 'hf_bpe[ray]'`. Both give the same vocab and merges: the merge loop
     always runs here.
 
+    Named sources: `input_path` a mapping from names to a path or paths (`{"en": "en.txt", "hi": ["hi1.txt",
+    "hi2.txt"]}`), counted per source in one pass (`hf_bpe.train.counting.sources`). `weights` ({name: a
+    non-negative number}; missing: 1) or `sampling_temperature` T (each source weighs (n_i / sum n)^(1/T) / (n_i /
+    sum n), n_i its bytes) multiply each source's counts by an integer (`hf_bpe.train.counting.weights`, whose rule
+    turns real weights into integers), and the merge loop runs on the counts added up: with no weights, the same
+    vocab and merges as `train_bpe` on all the files. `parity=True` trains parity-aware instead
+    (`hf_bpe.train.parity.train_parity_from_counts`, whose reference `reference_parity_train` gives the rules): `dev`
+    names a parallel dev set's path(s) for every source, or `ratios` a target compression ratio for every source (or
+    neither: the training lengths choose), `parity_variant` is "base" or "window" (with `window_size` and `alpha`),
+    and the first `global_merges` merges are of the pooled counts. SuperBPE takes no named sources.
+
     >>> vocab, merges = train_bpe("corpus.txt", 1000, ["<|endoftext|>"])  # doctest: +SKIP
     >>> vocab, merges = train_bpe("corpus.txt", 1000, engine="ray", ray_address="10.0.0.1:6379")  # doctest: +SKIP
+    >>> vocab, merges = train_bpe({"en": "en.txt", "hi": "hi.txt"}, 1000, sampling_temperature=3.3)  # doctest: +SKIP
+    >>> vocab, merges = train_bpe({"en": "en.txt", "hi": "hi.txt"}, 1000, parity=True,
+    ...                           dev={"en": "dev.en", "hi": "dev.hi"})  # doctest: +SKIP
     """
     vocab_size, specials = check_arguments(vocab_size, special_tokens)
     check_trainer_options(min_frequency, max_token_length)
     regex = resolve_pattern(pattern)
     stage_two = check_superword_options(superword_from, superword_pattern, vocab_size, specials)
     engine_used = counting_engine(engine, ray_address)
+    parity_options = {"dev": dev, "ratios": ratios, "variant": parity_variant, "window_size": window_size,
+                      "alpha": alpha, "global_merges": global_merges} if parity else None
+    if not parity:
+        for name, value, default in (("dev", dev, None), ("ratios", ratios, None), ("global_merges", global_merges, 0),
+                                     ("parity_variant", parity_variant, "base")):
+            if value != default:
+                raise ValueError(f"{name} needs parity=True")
+    if isinstance(input_path, Mapping):
+        if stage_two is not None:
+            raise ValueError("SuperBPE trains on one pooled corpus: superword_from takes no named sources")
+        counting = {"num_workers": num_workers, "errors": errors, "progress": progress, "engine": engine_used,
+                    "pattern": regex}
+        return _train_sources(input_path, vocab_size, specials, counting, weights, sampling_temperature,
+                              parity_options, verbose=verbose, min_frequency=min_frequency,
+                              max_token_length=max_token_length)
+    given = [name for name, value in (("weights", weights), ("sampling_temperature", sampling_temperature),
+                                      ("parity", parity or None), ("dev", dev), ("ratios", ratios))
+             if value is not None]
+    if given:
+        raise ValueError(f"{given[0]} needs named sources: input_path a mapping from names to paths")
     paths = [input_path] if isinstance(input_path, (str, os.PathLike)) else list(input_path)
     if stage_two is not None:
         check_stage_two_files(paths, specials, stage_two[1])
@@ -78,6 +121,52 @@ def train_bpe(input_path: PathArg | Sequence[PathArg], vocab_size: int, special_
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
                           max_token_length, num_workers)
+
+
+def _train_sources(sources: Sources, vocab_size: int, specials: list[str], counting: dict[str, Any],
+                   weights: Mapping[str, float] | None, sampling_temperature: float | None,
+                   parity: dict[str, Any] | None, *, verbose: bool, min_frequency: int, max_token_length: int | None
+                   ) -> tuple[Vocab, Merges]:
+    """`train_bpe` on named sources: every option and file checked, the integer weights found, then one counting
+    pass over the sources (and one over the dev sets), and the merge loop on the weighted counts added up, or
+    parity-aware on each source's."""
+    paths = source_paths(sources)
+    names = list(paths)
+    dev_paths = None
+    if parity is not None:
+        from hf_bpe.train._reference import check_parity_options  # not at the top: it imports `regex`
+
+        if parity["dev"] is not None:  # in the sources' order, as parity training takes them
+            dev_paths = source_paths(parity["dev"], "dev set")
+            dev_paths = {name: dev_paths[name] for name in names if name in dev_paths} | dev_paths
+        check_parity_options(names, dev_paths, parity["ratios"], parity["variant"], parity["window_size"],
+                             parity["alpha"], None)
+        check_global_merges(parity["global_merges"])
+    sizes = {name: sum(file_sizes) for name, file_sizes in check_source_files(paths).items()}
+    if dev_paths is not None:
+        check_source_files(dev_paths, "dev set")
+    integers, _ = source_weights(sizes, weights, sampling_temperature)
+    start = time.perf_counter()
+    counts = count_sources_in_files(paths, specials, **counting)
+    if parity is None:
+        words = _Words.of_counts(pooled_counts(counts, integers, consume=True))
+        return _train(words, vocab_size, specials, counting["progress"], verbose, time.perf_counter() - start,
+                      min_frequency=min_frequency, max_token_length=max_token_length)
+    from hf_bpe.train.parity import train_parity_from_counts
+
+    dev_counts = None if dev_paths is None else count_sources_in_files(dev_paths, specials, what="dev set", **counting)
+    return train_parity_from_counts(counts, vocab_size, specials, dev=dev_counts, ratios=parity["ratios"],
+                                    variant=parity["variant"], window_size=parity["window_size"],
+                                    alpha=parity["alpha"], global_merges=parity["global_merges"],
+                                    weights=None if set(integers.values()) == {1} else integers,
+                                    min_frequency=min_frequency, max_token_length=max_token_length,
+                                    progress=counting["progress"], verbose=verbose)
+
+
+def check_global_merges(global_merges: int) -> None:
+    """ValueError unless `global_merges` is an int >= 0."""
+    if isinstance(global_merges, bool) or not isinstance(global_merges, (int, np.integer)) or global_merges < 0:
+        raise ValueError(f"global_merges must be an int >= 0, got {global_merges!r}")
 
 
 def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] | None = None, *,
