@@ -35,7 +35,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     # str, not Path: an fsspec URL such as s3://bucket/corpus.txt must keep its "//".
     parser.add_argument("inputs", nargs="*", metavar="INPUT", type=str,
                         help="UTF-8 text files (or fsspec URLs such as s3://bucket/corpus.txt) to train on; documents "
-                             "may be separated by special tokens. "
+                             "may be separated by special tokens. NAME=PATH names a source (see named sources "
+                             "below): then every INPUT must be named. "
                              "Without any (and without --dataset), trains on a 400 KB sample of the Python docs "
                              "shipped with hf_bpe.")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
@@ -85,6 +86,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what to do with invalid UTF-8 in INPUT files: stop and name the byte offset (strict, "
                              "the default), or replace bad bytes with U+FFFD and report how many were replaced")
     add_engine_arguments(parser)
+    from hf_bpe.cli.train_sources import add_source_arguments
+
+    add_source_arguments(parser)
     dataset_options = parser.add_argument_group(
         "training on a dataset", "Instead of INPUT files, the text column of a HuggingFace dataset split, each row "
                                  "one document (the same options as tokenize-dataset).")
@@ -105,6 +109,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     from hf_bpe._version import __version__
     from hf_bpe.cli.options import check_engine_arguments
+    from hf_bpe.cli.train_sources import named_inputs, plan_sources
     from hf_bpe.common.outputs import staging_directory
     from hf_bpe.common.parallel import default_num_workers
     from hf_bpe.encode.tokenizer import Tokenizer
@@ -132,7 +137,8 @@ def run_train(args: argparse.Namespace) -> int:
     check_train_arguments(args, source)
     check_engine_arguments(args)
     check_card_metadata(args.license, card_dataset_names(args, source))
-    inputs = [] if source else (args.inputs or [shipped_corpus()])
+    plan = plan_sources(args, source)  # named sources: their options checked and files opened, or None
+    inputs = [] if source else (named_inputs(plan, args.inputs) or [shipped_corpus()])
     # Refuses a bad vocab size or special token now, not after counting: training on no pre-tokens takes no time.
     try:
         check_trainer_options(args.min_frequency, args.max_token_length)
@@ -153,10 +159,14 @@ def run_train(args: argparse.Namespace) -> int:
         startup_seconds = seconds_since_start()
         start = time.perf_counter()
         on_base = None if stage_two is None else stage_two[2]  # superwords on BASE: no stage 1 to count for
-        counts, corpus_info = (Counter(), {}) if on_base else count_training_corpus(args, inputs, source,
-                                                                                      special_tokens, progress)
+        if plan is not None:  # each source counted, then added up with its weight (or kept apart for --parity)
+            counts, corpus_info = plan.count(args, special_tokens, progress)
+        else:
+            counts, corpus_info = (Counter(), {}) if on_base else count_training_corpus(args, inputs, source,
+                                                                                          special_tokens, progress)
         counting_seconds = time.perf_counter() - start
-        distinct = len(counts)  # plain training empties the counts once the merge loop has taken them
+        # Plain training empties the counts once the merge loop has taken them.
+        distinct = plan.distinct if plan is not None else len(counts)
         # For the under-trained tokens: the merge loop's final segmentation of the corpus, as the tokenizer encodes it.
         options = {"progress": progress, "min_frequency": args.min_frequency,
                    "max_token_length": args.max_token_length}
@@ -187,8 +197,11 @@ def run_train(args: argparse.Namespace) -> int:
                                               num_workers=args.workers, verbose=args.verbose, **options)
         elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
-            vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens, token_counts=token_counts,
-                                                  consume_counts=True, **options)
+            if plan is not None and plan.parity is not None:
+                vocab, merges = plan.train_parity(args.vocab_size, special_tokens, token_counts, **options)
+            else:
+                vocab, merges = train_bpe_from_counts(counts, args.vocab_size, special_tokens,
+                                                      token_counts=token_counts, consume_counts=True, **options)
         else:  # ids by the base's, which may leave gaps: one count per id up to the largest new one
             token_counts = np.zeros(max(base.vocab) + 1 + args.vocab_size - len(base.vocab), dtype=COUNT_DTYPE)
             vocab, merges = extend_bpe_from_counts(base, counts, args.vocab_size, token_counts=token_counts,

@@ -30,6 +30,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg, write_text_atomically
+from hf_bpe.evaluation.card_sources import source_rows
 from hf_bpe.evaluation.viewer import show_tokens
 
 # What `hf-bpe train` records about a training run, next to the tokenizer files; the card reads it.
@@ -317,6 +318,7 @@ def _training_section(directory: Path, info: dict[str, Any], tokenizer: Any, spe
     rows = [
         ("Training corpus", corpus),
         ("Corpus size", _size(info.get("corpus_bytes"))),
+        *source_rows(info),  # named sources: their sizes, weights, parity-aware training
         ("Vocabulary size", f"{tokenizer.vocab_size:,}"),
         ("Special tokens", specials),
         *([("Invalid UTF-8", _replacements(info))] if "replaced_bytes" in info else []),
