@@ -115,22 +115,16 @@ class SourcePlan:
     def train_parity(self, vocab_size: int, special_tokens: list[str], token_counts: Any, **options: Any
                      ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
         """Parity-aware training on the counted sources; `token_counts` receives each source's token counts times its
-        weight (by encoding the distinct pre-tokens: parity training keeps none)."""
-        from hf_bpe.evaluation.token_counts import count_training_tokens
+        weight (the merge loop's final segmentation)."""
         from hf_bpe.train.parity import train_parity_from_counts
 
         parity = self.parity or {}
         weights = None if set(self.weights.values()) == {1} else self.weights
-        vocab, merges = train_parity_from_counts(
+        return train_parity_from_counts(
             self.counts, vocab_size, special_tokens, dev=self.dev_counts, ratios=parity.get("ratios"),
             variant=parity["variant"], window_size=parity["window_size"], alpha=parity["alpha"],
-            global_merges=parity["global_merges"], weights=weights, **options)
-        for name in list(self.counts):
-            counts = self.counts.pop(name)
-            if self.weights[name]:
-                found = count_training_tokens(vocab, merges, special_tokens, counts)
-                token_counts[:len(found)] += found * self.weights[name]
-        return vocab, merges
+            global_merges=parity["global_merges"], weights=weights, token_counts=token_counts,
+            consume_counts=True, **options)
 
 
 def plan_sources(args: argparse.Namespace, dataset: Any) -> SourcePlan | None:

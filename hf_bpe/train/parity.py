@@ -6,8 +6,7 @@ merge loop over one store per language (`hf_bpe.train.merging.parity_selection`)
 >>> merges
 [(b'y', b'z'), (b'x', b'yz'), (b'b', b'c'), (b'a', b'bc')]
 
-Not handled: `token_counts` (the per-language report, `hf-bpe eval --corpus NAME=FILE`, encodes held-out text
-instead), and the ParityBpeTrainer behaviours the reference names as departures (its tie order, its window variant
+Not handled: the ParityBpeTrainer behaviours the reference names as departures (its tie order, its window variant
 once a language is exhausted).
 """
 
@@ -21,18 +20,9 @@ import numpy as np
 
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
-from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor
-from hf_bpe.train.merging.merge_loop import (
-    Merges,
-    RankedStore,
-    Vocab,
-    _Words,
-    run_merge_loop,
-    token_order_keys,
-    vocab_of_merges,
-)
-from hf_bpe.train.merging.parity_selection import DevLengths, LanguageStore, ParitySelection
-from hf_bpe.train.merging.queues import QUEUES
+from hf_bpe.train.merging.flat_corpus import FlatCorpus, words_of
+from hf_bpe.train.merging.merge_loop import Merges, Vocab, run_merge_loop, token_order_keys, vocab_of_merges
+from hf_bpe.train.merging.parity_selection import FieldQueue, FieldView, PackedFields, ParitySelection, packed_store
 
 
 def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], vocab_size: int,
@@ -42,11 +32,15 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
                              window_size: int = 100, alpha: float = 2.0, global_merges: int = 0,
                              weights: Mapping[str, int] | None = None, min_frequency: int = 0,
                              max_token_length: int | None = None, progress: bool | None = None,
-                             verbose: bool = False) -> tuple[Vocab, Merges]:
+                             verbose: bool = False, token_counts: np.ndarray | None = None,
+                             consume_counts: bool = False) -> tuple[Vocab, Merges]:
     """Parity-aware BPE on each language's pre-token counts (`source_counts`, in language order): the same vocab
     and merges as `hf_bpe.train._reference.reference_parity_train` with the same arguments, whose docstring gives
     the rules (`dev` sets or `ratios`, the `variant`, `global_merges`, integer `weights`). ValueError for options it
-    refuses; the counts are checked as `train_bpe_from_counts` checks them."""
+    refuses; the counts are checked as `train_bpe_from_counts` checks them. `token_counts` (uint64, `vocab_size`
+    entries) receives each token's count in the final segmentation of every language's words, times their weights,
+    as `train_bpe_from_counts` gives it. `consume_counts=True` empties the counts (mutable mappings) once the store
+    is built, so that their memory is free while the merge loop runs."""
     vocab_size, specials = check_arguments(vocab_size, special_tokens)
     check_trainer_options(min_frequency, max_token_length)
     names = list(source_counts)
@@ -55,68 +49,75 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         check_counts(counts, specials)
     start = time.perf_counter()
     multiplier = [1 if weights is None else weights.get(name, 1) for name in names]
+    # The fields: each language's weighted training counts, then their sum (for the global merges), then the dev sets.
+    field_counts: list[tuple[Mapping[bytes, int], int]] = [(source_counts[name], weight)
+                                                            for name, weight in zip(names, multiplier)]
+    if global_merges:
+        field_counts.append((_pooled(source_counts, names, multiplier), 1))
+    dev_fields = None
+    if dev is not None:
+        dev_fields = list(range(len(field_counts), len(field_counts) + len(names)))
+        field_counts.extend((dev[name], 1) for name in names)
+    tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
+    fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
+    corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names))
+    single_bytes = [(word[0], count * weight) for counts, weight in field_counts[:len(names)]
+                    for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
+    del field_counts
+    if consume_counts:
+        for counts in [*source_counts.values(), *(dev or {}).values()]:
+            counts.clear()  # type: ignore[attr-defined]
     num_merges = vocab_size - 256 - len(specials)
     token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
     token_keys = token_order_keys(token_bytes)
-    languages = [_language_store(source_counts[name], weight, token_keys, min_frequency)
-                 for name, weight in zip(names, multiplier)]
-    initial = [store.tokens for store in languages]
-    dev_lengths = None if dev is None else _dev_lengths([dev[name] for name in names])
-    pooled = None
-    if global_merges:
-        pooled_counts = _pooled(source_counts, names, multiplier)
-        words = _Words.of_counts(pooled_counts)
-        words.check_totals()
-        floor = max(speculative_floor(words.frequencies, min(global_merges, num_merges)),
-                    min_frequency if min_frequency > 1 else 0)
-        corpus = FlatCorpus(words.data, words.lengths, words.frequencies, floor)
-        pooled = RankedStore(corpus, QUEUES["buckets"](corpus.pair_counts, token_keys, corpus.floor), min_frequency)
-        del words, pooled_counts
-    token_chars = languages[0].corpus.token_chars
-    for store in [*languages, dev_lengths, pooled]:
-        if store is not None:
-            store.corpus.token_chars = token_chars
-    selection = ParitySelection(languages, initial, token_chars, dev=dev_lengths,
+    queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency)
+              for field in range(len(names))]
+    global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency)
+                    if global_merges else None)
+    selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                 ratios=None if ratios is None else [ratios[name] for name in names],
-                                variant=variant, window_size=window_size, alpha=alpha, pooled=pooled,
+                                variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
                                 global_merges=global_merges)
-    del pooled
+    del queues, global_queue
     id_merges = run_merge_loop(selection, num_merges, token_bytes, token_keys, progress,
                                max_token_length=max_token_length)
     if verbose:
         distinct = sum(len(counts) for counts in source_counts.values())
         report_training(distinct, 0.0, len(id_merges), time.perf_counter() - start)
+    if token_counts is not None:
+        corpus.frequencies = pooled_frequencies  # the training fields' weighted counts added up, as int64
+        corpus.add_token_counts(token_counts)
+        for byte, count in single_bytes:
+            token_counts[byte] += count
     return vocab_of_merges(id_merges, specials)
 
 
-def _language_store(counts: Mapping[bytes, int], weight: int, token_keys: list[str], min_frequency: int
-                    ) -> LanguageStore:
-    """A language's words, each count times `weight`, in a store with no floor, ranked by a queue sharing
-    `token_keys`."""
-    weighted = counts if weight == 1 else {word: count * weight for word, count in counts.items() if count * weight}
-    words = _Words.of_counts(weighted)
-    words.check_totals()
-    corpus = FlatCorpus(words.data, words.lengths, words.frequencies)
-    ranked = RankedStore(corpus, QUEUES["buckets"](corpus.pair_counts, token_keys), min_frequency)
-    return LanguageStore(ranked, weight * _length_in_tokens(counts))
-
-
-def _dev_lengths(dev_counts: list[Mapping[bytes, int]]) -> DevLengths:
-    """The dev sets' distinct words of two bytes or more in one store, with each language's count of each."""
+def _packed_corpus(field_counts: list[tuple[Mapping[bytes, int], int]], fields: PackedFields, languages: int
+                   ) -> tuple[FlatCorpus, np.ndarray]:
+    """One store of the distinct words of two bytes or more of every field, each word's frequency its counts (times
+    the field's weight) packed (`packed_store`); and each word's count in the first `languages` fields added up."""
     rows: dict[bytes, int] = {}
-    for counts in dev_counts:
-        for word in counts:
-            if len(word) > 1:
-                rows.setdefault(word, len(rows))
-    table = np.zeros((len(rows), len(dev_counts)), dtype=np.int64)
-    for language, counts in enumerate(dev_counts):
-        words = [word for word in counts if len(word) > 1]
-        table[[rows[word] for word in words], language] = [counts[word] for word in words]
-    totals = dict(zip(rows, table.sum(axis=1).tolist()))
-    words = _Words.of_counts(totals)
-    words.check_totals()
-    corpus = FlatCorpus(words.data, words.lengths, words.frequencies)
-    return DevLengths(corpus, table, [_length_in_tokens(counts) for counts in dev_counts])
+    for counts, weight in field_counts:
+        if weight:
+            for word in counts:
+                if len(word) > 1:
+                    rows.setdefault(word, len(rows))
+    packed = [0] * len(rows)
+    columns = []
+    for field, (counts, weight) in enumerate(field_counts):
+        column = np.zeros(len(rows), dtype=np.int64)
+        if weight:
+            words = [word for word in counts if len(word) > 1]
+            at = [rows[word] for word in words]
+            weighted = [counts[word] * weight for word in words]
+            column[at] = weighted
+            shift = field * fields.width
+            for row, count in zip(at, weighted):
+                packed[row] += count << shift
+        columns.append(column)
+    data, lengths, _ = words_of(dict.fromkeys(rows, 1))
+    pooled = np.sum(columns[:languages], axis=0, dtype=np.int64) if languages else np.zeros(len(rows), np.int64)
+    return packed_store(data, lengths, packed, fields, columns), pooled
 
 
 def _length_in_tokens(counts: Mapping[bytes, int]) -> int:

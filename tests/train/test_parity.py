@@ -5,10 +5,12 @@ words made to tie, overlap ((a, a) runs) and rebuild known tokens."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hf_bpe.evaluation.token_counts import count_training_tokens
 from hf_bpe.train._reference import reference_parity_train
 from hf_bpe.train.parity import train_parity_from_counts
 
@@ -49,6 +51,33 @@ def test_parity_equals_the_reference(case: dict) -> None:
     sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
     expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
     assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, **case) == expected
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(parity_cases())
+def test_token_counts_are_the_final_segmentation(case: dict) -> None:
+    """Each token's count, times the weights, as encoding every source's pre-tokens with the trained tokenizer."""
+    sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
+    token_counts = np.zeros(vocab_size, dtype=np.uint64)
+    vocab, merges = train_parity_from_counts(sources, vocab_size, special_tokens, progress=False,
+                                             token_counts=token_counts, **case)
+    expected = np.zeros(vocab_size, dtype=np.uint64)
+    for name, counts in sources.items():
+        weight = (case.get("weights") or {}).get(name, 1)
+        if weight and counts:
+            found = count_training_tokens(vocab, merges, special_tokens, counts)
+            expected[:len(found)] += found.astype(np.uint64) * np.uint64(weight)
+    assert token_counts.tolist() == expected.tolist()
+
+
+def test_counts_near_the_field_width() -> None:
+    """Counts of 2^40 and more: the packed fields must hold their sums without spilling into their neighbours."""
+    big = 1 << 40
+    sources = {"a": {b"abab": big, b"ba": big + 3}, "b": {b"abba": 7, b"bb": big * 5}, "c": {b"ab": 1}}
+    dev = {"a": {b"ab": big}, "b": {b"bbb": big // 3}, "c": {b"abab": 2}}
+    for options in ({"dev": dev}, {"ratios": {"a": 1.0, "b": 2.0, "c": 1.5}}, {"global_merges": 2}):
+        expected = reference_parity_train(sources, 264, **options)
+        assert train_parity_from_counts(sources, 264, progress=False, **options) == expected
 
 
 def test_a_language_without_text_and_one_without_pairs() -> None:

@@ -1,119 +1,169 @@
-"""Parity-aware BPE's choice of pair (Foroutan et al. 2025): the one merge loop (`merge_loop.run_merge_loop`), fed by
-one store and queue per language instead of one for the pooled corpus.
+"""Parity-aware BPE's choice of pair (Foroutan et al. 2025): the one merge loop (`merge_loop.run_merge_loop`) over one
+store of all languages' words, ranked by one queue per language.
 
-Each step takes the language most in need of a merge and pops that language's best pair; the merge is then made in
-every language's store and every dev set's store. `hf_bpe.train._reference.reference_parity_train` is the spec (the
-choice of language, the window variant, ratios, global merges, weights, exhausted languages); this is its fast path:
+Each step takes the language most in need of a merge and pops that language's best pair; the merge is made once, in
+the one store. `hf_bpe.train._reference.reference_parity_train` is the spec (the choice of language, the window
+variant, ratios, global merges, weights, exhausted languages); this is its fast path.
 
-* Every language's words are a `FlatCorpus` with no speculative floor, so that its pair counts are exact for every
-  pair: a pair another language chose must be merged here too, wherever it occurs. Its own `_BucketQueue` ranks its
-  pairs; the queues' invariant (a created pair never counts more than the bucket being drained) holds per language,
-  whichever language chose the merge, as a created pair never counts more in a language than the merged pair did.
-* The lengths that choose the language (dev sets, or the training words for ratios and for neither) are kept as
-  running totals, lowered after each merge by the occurrences it merged: for a pair of two different tokens, exactly
-  its count before the merge (its occurrences cannot overlap); for (a, a), the listed positions that now hold the new
-  token. No dev word is scanned again.
-* The stores share one list of the tokens' characters, so a store that does not hold the merged pair is not
-  visited at all.
-* The dev sets are one store of their distinct words (`DevLengths`): only their lengths are needed, not their pairs.
-* The first `global_merges` merges come from a store of the pooled (weighted) words, with the usual speculative
-  floor; it is dropped once they are made.
+* **Packed counts.** A word's frequency is one Python int holding its count in every language side by side, a
+  field of `PackedFields.width` bits each (`PackedFields`): the languages' (weighted) training counts, then, with
+  global merges, their weighted sum, then, with dev sets, the dev counts. Pair counts are sums of frequencies and
+  never fall below zero in any field (they are exact), so adding and subtracting packed ints adds and subtracts
+  every field at once, with no carry between fields. So the store is the plain `FlatCorpus`, unchanged, whose
+  frequencies are these ints: a word found in many languages is merged once, and its pairs' counts updated once.
+* **Queues.** Each language's `_BucketQueue` looks its pairs' counts up through a view of its field
+  (`FieldView`); a merge's created pairs are handed to the queues of the languages in which they occur. The queues'
+  invariant (a created pair never counts more than the bucket being drained) holds per field, whichever language
+  chose the merge.
+* **Lengths.** The lengths that choose the language (the dev sets, or the training words for ratios and for
+  neither) fall, field by field, by the packed sum of the occurrences a merge merged: for a pair of two different
+  tokens, exactly its count before the merge (its occurrences cannot overlap); for (a, a), the frequencies of the
+  words at the listed positions that now hold the new token. No dev word is scanned again.
 
+The store has no speculative floor: every pair is counted, as a pair one language chose must be merged in all.
 Not handled: the `strings` store and the heap queue (the loop's plain alternatives); `token_counts`.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from operator import sub
+from collections.abc import Mapping, Sequence
+from functools import reduce
+from operator import or_
 
 import numpy as np
 
-from hf_bpe.train.merging.flat_corpus import FlatCorpus
-from hf_bpe.train.merging.merge_loop import RankedStore
+from hf_bpe.train.merging.flat_corpus import INDEX_BLOCK, FlatCorpus, _chars
+from hf_bpe.train.merging.pair_runs import pair_shift
+from hf_bpe.train.merging.queues import QUEUES
 
 
-class LanguageStore:
-    """One language's words as a `FlatCorpus` ranked by its queue, and their running length in tokens."""
+class PackedFields:
+    """Counts of several fields packed in one Python int, `width` bits each, field 0 lowest.
 
-    __slots__ = ("corpus", "ranked", "tokens")
+    >>> fields = PackedFields(8)
+    >>> packed = fields.pack([3, 0, 7])
+    >>> packed, fields.value(packed, 2), fields.values(packed - fields.pack([1, 0, 2]), 3)
+    (458755, 7, [2, 0, 5])
+    """
 
-    def __init__(self, ranked: RankedStore, tokens: int) -> None:
-        self.ranked, self.corpus, self.tokens = ranked, ranked.corpus, tokens
+    def __init__(self, width: int) -> None:
+        self.width, self.mask = width, (1 << width) - 1
 
-    def merge(self, pair: str, new_token: str) -> None:
-        """Merge `pair` in these words (which hold it); lower `tokens` by the occurrences merged, times their words'
-        frequencies."""
-        corpus = self.corpus
-        if pair[0] != pair[1]:  # occurrences cannot overlap: every one counted is merged
-            self.tokens -= corpus.pair_counts[pair]
-            self.ranked.queue.add(corpus.merge(pair, new_token))
-            return
-        positions = _listed_positions(corpus, pair)
-        self.ranked.queue.add(corpus.merge(pair, new_token))
-        merged = positions[corpus.symbols[positions] == ord(new_token)]
-        self.tokens -= int(corpus.frequencies[corpus.word_of[merged]].sum())
+    def pack(self, values: Sequence[int]) -> int:
+        return sum(value << (index * self.width) for index, value in enumerate(values))
 
+    def value(self, packed: int, field: int) -> int:
+        return (packed >> (field * self.width)) & self.mask
 
-class DevLengths:
-    """The dev sets' words, each distinct word once in one `FlatCorpus` however many languages have it, and each
-    language's running length in tokens: after a merge, each language's counts of the words where it merged,
-    summed in one numpy operation (`counts`, words by languages)."""
-
-    def __init__(self, corpus: FlatCorpus, counts: np.ndarray, tokens: list[int]) -> None:
-        self.corpus, self.counts, self.tokens = corpus, counts, tokens
-
-    def merge(self, pair: str, new_token: str) -> None:
-        corpus = self.corpus
-        if pair not in corpus.pair_counts:
-            return
-        positions = _listed_positions(corpus, pair)
-        corpus.merge(pair, new_token)
-        merged = positions[corpus.symbols[positions] == ord(new_token)]
-        if len(merged):
-            self.tokens = list(map(sub, self.tokens, self.counts[corpus.word_of[merged]].sum(axis=0).tolist()))
+    def values(self, packed: int, count: int) -> list[int]:
+        return [(packed >> (field * self.width)) & self.mask for field in range(count)]
 
 
-def _listed_positions(corpus: FlatCorpus, pair: str) -> np.ndarray:
-    """The positions `corpus` lists for `pair` (some may be stale; none is missing: the store has no floor)."""
-    entry = corpus.index.get(pair, ())
-    return np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
+class FieldView:
+    """One field of packed pair counts, as the mapping a queue looks counts up in (`get`, `items`)."""
+
+    __slots__ = ("counts", "shift", "mask")
+
+    def __init__(self, counts: dict[str, int], fields: PackedFields, field: int) -> None:
+        self.counts, self.shift, self.mask = counts, field * fields.width, fields.mask
+
+    def get(self, pair: str, default: int = 0) -> int:
+        packed = self.counts.get(pair)
+        return default if packed is None else (packed >> self.shift) & self.mask
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(pair, count) for pair, packed in self.counts.items() if (count := (packed >> self.shift) & self.mask)]
+
+
+class FieldQueue:
+    """A queue of one field's pairs, best first; `pop` gives None once none is left or the best counts less than
+    `min_frequency`."""
+
+    def __init__(self, view: FieldView, token_keys: list[str], min_frequency: int = 0) -> None:
+        self.view, self.min_frequency = view, min_frequency
+        self.queue = QUEUES["buckets"](dict(view.items()), token_keys)
+        self.queue.pair_counts = view  # filed from a plain dict (faster), looked up through the view from now on
+
+    def pop(self) -> str | None:
+        pair = self.queue.pop()
+        if pair is None or (self.min_frequency > 1 and self.view.get(pair) < self.min_frequency):
+            return None
+        return pair
+
+    def add(self, created: Mapping[str, int]) -> None:
+        """File the pairs a merge created that occur in this field (their packed counts)."""
+        shift, mask = self.view.shift, self.view.mask
+        self.queue.add({pair: count for pair, packed in created.items() if (count := (packed >> shift) & mask)})
+
+
+def packed_store(data: bytes, lengths: np.ndarray, frequencies: list[int], fields: PackedFields,
+                 field_columns: Sequence[np.ndarray]) -> FlatCorpus:
+    """A `FlatCorpus` of the words (`data`, `lengths`) whose frequencies are the packed ints `frequencies`, and pair
+    counts packed alike. `field_columns[j]` holds each word's count in field j (int64): the pairs' counts are
+    summed field by field with numpy, exactly, then packed."""
+    corpus = FlatCorpus(data, lengths, np.ones(len(lengths), dtype=np.int64))  # indexes every pair, no floor
+    shift = pair_shift(len(corpus.token_chars) - 1)
+    blocks = [corpus._pairs(start, shift) for start in range(0, len(corpus.symbols), INDEX_BLOCK)]
+    codes = np.concatenate([codes for _, codes in blocks]) if blocks else np.zeros(0, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    codes = codes[order]
+    words = corpus.word_of[np.concatenate([at for at, _ in blocks])[order]] if blocks else np.zeros(0, np.int32)
+    del blocks, order
+    starts = np.flatnonzero(np.diff(codes, prepend=-1))
+    distinct = codes[starts]
+    keys = list(map(str.__add__, _chars(distinct >> shift), _chars(distinct & ((1 << shift) - 1))))
+    packed = [0] * len(keys)
+    for field, column in enumerate(field_columns):
+        sums = np.add.reduceat(column[words], starts) if len(words) else np.zeros(0, dtype=np.int64)
+        present = np.flatnonzero(sums)
+        field_shift = field * fields.width
+        for index, count in zip(present.tolist(), sums[present].tolist()):
+            packed[index] += count << field_shift
+    corpus.pair_counts = dict(zip(keys, packed))
+    corpus.frequencies = np.array(frequencies, dtype=object)
+    corpus.frequency_array = frequencies  # what `_merge_in_python` reads
+    return corpus
 
 
 class ParitySelection:
     """The pairs of parity-aware training, for `run_merge_loop` (see the module docstring).
 
-    `languages`: each language's store (with its queue, `LanguageStore.ranked`), in language order, over its
-    weighted words; `initial`: each one's weighted length in tokens before any merge (single bytes included);
-    `token_chars`: the list every store shares (`FlatCorpus.token_chars`); `dev`: the dev sets' store, or None;
-    `ratios`: each language's target compression, or None (neither: the weighted training length chooses);
-    `pooled`: the store of the pooled words for the first `global_merges`."""
+    `corpus`: the store of every language's words (`packed_store`); `fields`: its packing, the languages' training
+    fields first (0 to n - 1); `queues`: each language's `FieldQueue`, in language order; `lengths`: the field of
+    each length that chooses (the dev sets' fields, or None for the training fields) and `tokens`, every field's
+    length in tokens before any merge, single bytes included; `ratios`: each language's target compression, or None;
+    `weights`: each language's integer weight (the training fields are weighted already: used for no choice);
+    `global_queue`: the queue of the pooled field for the first `global_merges`."""
 
-    def __init__(self, languages: Sequence[LanguageStore], initial: Sequence[int], token_chars: list[str], *,
-                 dev: DevLengths | None = None, ratios: Sequence[float] | None = None,
+    def __init__(self, corpus: FlatCorpus, fields: PackedFields, queues: Sequence[FieldQueue], tokens: list[int], *,
+                 dev_fields: Sequence[int] | None = None, ratios: Sequence[float] | None = None,
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
-                 pooled: RankedStore | None = None, global_merges: int = 0) -> None:
-        self.languages, self.initial, self.dev, self.ratios = list(languages), list(initial), dev, ratios
+                 global_queue: FieldQueue | None = None, global_merges: int = 0) -> None:
+        self.corpus, self.fields, self.queues, self.tokens = corpus, fields, list(queues), list(tokens)
+        self.dev_fields, self.ratios = dev_fields, ratios
+        self.initial = self.tokens[:len(self.queues)]
         self.variant, self.window_size = variant, window_size
-        self.share = alpha / len(self.languages)  # the most of the window a language may have had
+        self.share = alpha / len(self.queues)  # the most of the window a language may have had
         self.window: deque[int] = deque()
-        self.window_counts = [0] * len(self.languages)
-        self.pooled, self.global_merges = pooled, global_merges
+        self.window_counts = [0] * len(self.queues)
+        self.global_queue, self.global_merges = global_queue, global_merges
         self.merges_made = 0
         # With ratios, a language without training text is never chosen (its compression is 0/0).
-        self.exhausted = {index for index, total in enumerate(initial) if total == 0} if ratios is not None else set()
+        self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
+                          else set())
         self.chosen: int | None = None
-        self.token_chars = token_chars  # every store's: chr(id) for every id so far
+        # The fields whose lengths are kept (those that choose), and each language's field bits.
+        self.length_fields = list(dev_fields) if dev_fields is not None else list(range(len(self.queues)))
+        self.field_masks = [fields.mask << (field * fields.width) for field in range(len(self.queues))]
 
     def pop(self) -> str | None:
         if self.merges_made < self.global_merges:
-            return None if self.pooled is None else self.pooled.pop()
-        while len(self.exhausted) < len(self.languages):
+            return None if self.global_queue is None else self.global_queue.pop()
+        while len(self.exhausted) < len(self.queues):
             if self.chosen is None:  # a new step: a pair passed over keeps the step's language
                 self.chosen = self._choose()
-            store = self.languages[self.chosen].ranked
-            pair = None if store is None else store.pop()
+            pair = self.queues[self.chosen].pop()
             if pair is not None:
                 return pair
             self.exhausted.add(self.chosen)  # for good, and this step makes no merge
@@ -123,26 +173,40 @@ class ParitySelection:
     def merge(self, pair: str, new_token: str) -> None:
         self.merges_made += 1
         self.chosen = None
-        self.token_chars.append(new_token)  # for every store, those without the pair too
-        if self.pooled is not None:
-            if self.merges_made < self.global_merges:
-                self.pooled.merge(pair, new_token)
-            else:
-                self.pooled = None  # the global merges are made: its memory goes
-        for store in self.languages:
-            if pair in store.corpus.pair_counts:
-                store.merge(pair, new_token)
-        if self.dev is not None:
-            self.dev.merge(pair, new_token)
+        corpus = self.corpus
+        count = corpus.pair_counts.get(pair, 0)
+        positions = None
+        if pair[0] == pair[1]:  # overlapping occurrences: only those merged count
+            entry = corpus.index.get(pair, ())
+            positions = np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
+        created = corpus.merge(pair, new_token)
+        if positions is not None:
+            words = corpus.word_of[positions[corpus.symbols[positions] == ord(new_token)]].tolist()
+            count = sum(map(corpus.frequency_array.__getitem__, words))
+        if count:
+            fields, tokens = self.fields, self.tokens
+            for field in self.length_fields:
+                tokens[field] -= fields.value(count, field)
+        if self.global_queue is not None and self.merges_made >= self.global_merges:
+            self.global_queue = None  # the global merges are made: its memory goes
+        if not created:
+            return
+        present = reduce(or_, created.values())  # a field's bits are set where some created pair occurs
+        for field_mask, queue in zip(self.field_masks, self.queues):
+            if present & field_mask:
+                queue.add(created)
+        if self.global_queue is not None:
+            self.global_queue.add(created)
 
-    def _need(self) -> list[float]:
+    def _need(self) -> list[float] | list[int]:
         """Each language's need of a merge, the greatest first (the reference's expressions, the same floats)."""
-        if self.dev is not None:
-            return self.dev.tokens
+        if self.dev_fields is not None:
+            return [self.tokens[field] for field in self.dev_fields]
+        current = self.tokens[:len(self.queues)]
         if self.ratios is not None:  # the smaller the adjusted compression, the greater the need
-            return [-(initial / max(store.tokens, 1)) / ratio
-                    for initial, store, ratio in zip(self.initial, self.languages, self.ratios)]
-        return [store.tokens for store in self.languages]
+            return [-(initial / max(tokens, 1)) / ratio for initial, tokens, ratio in zip(self.initial, current,
+                                                                                          self.ratios)]
+        return current
 
     def _choose(self) -> int:
         need = self._need()

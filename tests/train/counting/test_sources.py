@@ -56,7 +56,10 @@ def check_against_reference(sources: dict[str, list[str]], special_tokens: list[
     expected = {name: reference_counts(texts, special_tokens) for name, texts in sources.items()}
     with tempfile.TemporaryDirectory() as folder:
         paths = write_sources(folder, sources)
-        empty = [name for name, counts in expected.items() if not counts]
+        # Sources of empty files are refused before counting, so they are named first; then those with nothing but
+        # special tokens, found by counting.
+        empty = ([name for name, texts in sources.items() if not "".join(texts)]
+                 + [name for name, counts in expected.items() if not counts])
         if empty:
             with pytest.raises(InputError, match=f"source {empty[0]} has no text"):
                 count_sources_in_files(paths, special_tokens, **options)  # type: ignore[arg-type]
