@@ -21,7 +21,14 @@ import numpy as np
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
 from hf_bpe.train.merging.flat_corpus import FlatCorpus, words_of
-from hf_bpe.train.merging.merge_loop import Merges, Vocab, run_merge_loop, token_order_keys, vocab_of_merges
+from hf_bpe.train.merging.merge_loop import (
+    Merges,
+    Vocab,
+    gc_paused,
+    run_merge_loop,
+    token_order_keys,
+    vocab_of_merges,
+)
 from hf_bpe.train.merging.parity_selection import FieldQueue, FieldView, PackedFields, ParitySelection, packed_store
 
 
@@ -47,48 +54,50 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     check_parity_options(names, dev, ratios, variant, window_size, alpha, weights)
     for counts in [*source_counts.values(), *(dev or {}).values()]:
         check_counts(counts, specials)
+    distinct = sum(len(counts) for counts in source_counts.values())
     start = time.perf_counter()
-    multiplier = [1 if weights is None else weights.get(name, 1) for name in names]
-    # The fields: each language's weighted training counts, then their sum (for the global merges), then the dev sets.
-    field_counts: list[tuple[Mapping[bytes, int], int]] = [(source_counts[name], weight)
-                                                            for name, weight in zip(names, multiplier)]
-    if global_merges:
-        field_counts.append((_pooled(source_counts, names, multiplier), 1))
-    dev_fields = None
-    if dev is not None:
-        dev_fields = list(range(len(field_counts), len(field_counts) + len(names)))
-        field_counts.extend((dev[name], 1) for name in names)
-    tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
-    fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
-    corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names))
-    single_bytes = [(word[0], count * weight) for counts, weight in field_counts[:len(names)]
-                    for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
-    del field_counts
-    if consume_counts:
-        for counts in [*source_counts.values(), *(dev or {}).values()]:
-            counts.clear()  # type: ignore[attr-defined]
-    num_merges = vocab_size - 256 - len(specials)
-    token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
-    token_keys = token_order_keys(token_bytes)
-    queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency)
-              for field in range(len(names))]
-    global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency)
-                    if global_merges else None)
-    selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
-                                ratios=None if ratios is None else [ratios[name] for name in names],
-                                variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
-                                global_merges=global_merges)
-    del queues, global_queue
-    id_merges = run_merge_loop(selection, num_merges, token_bytes, token_keys, progress,
-                               max_token_length=max_token_length)
-    if verbose:
-        distinct = sum(len(counts) for counts in source_counts.values())
-        report_training(distinct, 0.0, len(id_merges), time.perf_counter() - start)
-    if token_counts is not None:
-        corpus.frequencies = pooled_frequencies  # the training fields' weighted counts added up, as int64
-        corpus.add_token_counts(token_counts)
-        for byte, count in single_bytes:
-            token_counts[byte] += count
+    with gc_paused():  # the store's setup makes millions of ints, the loop millions of tuples: none in cycles
+        multiplier = [1 if weights is None else weights.get(name, 1) for name in names]
+        # The fields: each language's weighted training counts, then their sum (for the global merges), then the dev
+        # sets.
+        field_counts: list[tuple[Mapping[bytes, int], int]] = [(source_counts[name], weight)
+                                                                for name, weight in zip(names, multiplier)]
+        if global_merges:
+            field_counts.append((_pooled(source_counts, names, multiplier), 1))
+        dev_fields = None
+        if dev is not None:
+            dev_fields = list(range(len(field_counts), len(field_counts) + len(names)))
+            field_counts.extend((dev[name], 1) for name in names)
+        tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
+        fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
+        corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names))
+        single_bytes = [(word[0], count * weight) for counts, weight in field_counts[:len(names)]
+                        for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
+        del field_counts
+        if consume_counts:
+            for counts in [*source_counts.values(), *(dev or {}).values()]:
+                counts.clear()  # type: ignore[attr-defined]
+        num_merges = vocab_size - 256 - len(specials)
+        token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
+        token_keys = token_order_keys(token_bytes)
+        queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency)
+                  for field in range(len(names))]
+        global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency)
+                        if global_merges else None)
+        selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
+                                    ratios=None if ratios is None else [ratios[name] for name in names],
+                                    variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
+                                    global_merges=global_merges)
+        del queues, global_queue
+        id_merges = run_merge_loop(selection, num_merges, token_bytes, token_keys, progress,
+                                   max_token_length=max_token_length)
+        if verbose:
+            report_training(distinct, 0.0, len(id_merges), time.perf_counter() - start)
+        if token_counts is not None:
+            corpus.frequencies = pooled_frequencies  # the training fields' weighted counts added up, as int64
+            corpus.add_token_counts(token_counts)
+            for byte, count in single_bytes:
+                token_counts[byte] += count
     return vocab_of_merges(id_merges, specials)
 
 
@@ -96,28 +105,21 @@ def _packed_corpus(field_counts: list[tuple[Mapping[bytes, int], int]], fields: 
                    ) -> tuple[FlatCorpus, np.ndarray]:
     """One store of the distinct words of two bytes or more of every field, each word's frequency its counts (times
     the field's weight) packed (`packed_store`); and each word's count in the first `languages` fields added up."""
-    rows: dict[bytes, int] = {}
-    for counts, weight in field_counts:
-        if weight:
-            for word in counts:
-                if len(word) > 1:
-                    rows.setdefault(word, len(rows))
-    packed = [0] * len(rows)
-    columns = []
+    rows = {word: row for row, word in enumerate(dict.fromkeys(
+        word for counts, weight in field_counts if weight for word in counts if len(word) > 1))}
+    packed = np.zeros(len(rows), dtype=object)
+    pooled = np.zeros(len(rows), dtype=np.int64)
     for field, (counts, weight) in enumerate(field_counts):
-        column = np.zeros(len(rows), dtype=np.int64)
-        if weight:
-            words = [word for word in counts if len(word) > 1]
-            at = [rows[word] for word in words]
-            weighted = [counts[word] * weight for word in words]
-            column[at] = weighted
-            shift = field * fields.width
-            for row, count in zip(at, weighted):
-                packed[row] += count << shift
-        columns.append(column)
+        if not weight:
+            continue
+        words = [word for word in counts if len(word) > 1]
+        at = np.fromiter(map(rows.__getitem__, words), dtype=np.int64, count=len(words))
+        weighted = np.array([counts[word] * weight for word in words], dtype=object)
+        packed[at] += weighted << (field * fields.width)
+        if field < languages:
+            pooled[at] += weighted.astype(np.int64)
     data, lengths, _ = words_of(dict.fromkeys(rows, 1))
-    pooled = np.sum(columns[:languages], axis=0, dtype=np.int64) if languages else np.zeros(len(rows), np.int64)
-    return packed_store(data, lengths, packed, fields, columns), pooled
+    return packed_store(data, lengths, packed), pooled
 
 
 def _length_in_tokens(counts: Mapping[bytes, int]) -> int:

@@ -45,7 +45,8 @@ from __future__ import annotations
 import gc
 import sys
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import numpy as np
@@ -236,29 +237,36 @@ def run_merge_loop(selection: Selection, num_merges: int, token_bytes: list[byte
     known = {token for token in token_bytes if token is not None} | other_tokens  # a merge makes a new token
     shortest_refused = sys.maxsize if max_token_length is None else max(max_token_length, 3)
     merges: list[tuple[int, int]] = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the loop allocates millions of tuples and lists, none in cycles: collections would only cost time
-    try:
-        with progress_bar(progress, total=num_merges, desc="merging", unit=" merges") as bar:
-            while len(merges) < num_merges:
-                pair = selection.pop()
-                if pair is None:
-                    break
-                left, right = pair
-                token = token_bytes[ord(left)] + token_bytes[ord(right)]  # type: ignore[operator]
-                if token in known or len(token) >= shortest_refused:
-                    continue
-                known.add(token)
-                new_token = chr(first_new_id + len(merges))
-                merges.append((ord(left), ord(right)))
-                token_bytes.append(token)
-                token_keys.append(_reverse_order_key(token))
-                selection.merge(pair, new_token)
-                bar.update()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with gc_paused(), progress_bar(progress, total=num_merges, desc="merging", unit=" merges") as bar:
+        while len(merges) < num_merges:
+            pair = selection.pop()
+            if pair is None:
+                break
+            left, right = pair
+            token = token_bytes[ord(left)] + token_bytes[ord(right)]  # type: ignore[operator]
+            if token in known or len(token) >= shortest_refused:
+                continue
+            known.add(token)
+            new_token = chr(first_new_id + len(merges))
+            merges.append((ord(left), ord(right)))
+            token_bytes.append(token)
+            token_keys.append(_reverse_order_key(token))
+            selection.merge(pair, new_token)
+            bar.update()
     return merges
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection inside: the merge loop and its stores allocate millions of tuples, lists and ints, none
+    in cycles, so collections would only cost time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def vocab_of_merges(id_merges: Sequence[tuple[int, int]], special_tokens: Sequence[str] = ()

@@ -97,32 +97,24 @@ class FieldQueue:
         self.queue.add({pair: count for pair, packed in created.items() if (count := (packed >> shift) & mask)})
 
 
-def packed_store(data: bytes, lengths: np.ndarray, frequencies: list[int], fields: PackedFields,
-                 field_columns: Sequence[np.ndarray]) -> FlatCorpus:
-    """A `FlatCorpus` of the words (`data`, `lengths`) whose frequencies are the packed ints `frequencies`, and pair
-    counts packed alike. `field_columns[j]` holds each word's count in field j (int64): the pairs' counts are
-    summed field by field with numpy, exactly, then packed."""
+def packed_store(data: bytes, lengths: np.ndarray, frequencies: np.ndarray) -> FlatCorpus:
+    """A `FlatCorpus` of the words (`data`, `lengths`) whose frequencies are the packed ints `frequencies` (an
+    object array), and pair counts packed alike: each pair's packed frequencies summed, by numpy over Python ints."""
     corpus = FlatCorpus(data, lengths, np.ones(len(lengths), dtype=np.int64))  # indexes every pair, no floor
     shift = pair_shift(len(corpus.token_chars) - 1)
     blocks = [corpus._pairs(start, shift) for start in range(0, len(corpus.symbols), INDEX_BLOCK)]
-    codes = np.concatenate([codes for _, codes in blocks]) if blocks else np.zeros(0, dtype=np.int64)
+    codes = np.concatenate([codes for _, codes in blocks])
     order = np.argsort(codes, kind="stable")
     codes = codes[order]
-    words = corpus.word_of[np.concatenate([at for at, _ in blocks])[order]] if blocks else np.zeros(0, np.int32)
+    words = corpus.word_of[np.concatenate([at for at, _ in blocks])[order]]
     del blocks, order
     starts = np.flatnonzero(np.diff(codes, prepend=-1))
     distinct = codes[starts]
     keys = list(map(str.__add__, _chars(distinct >> shift), _chars(distinct & ((1 << shift) - 1))))
-    packed = [0] * len(keys)
-    for field, column in enumerate(field_columns):
-        sums = np.add.reduceat(column[words], starts) if len(words) else np.zeros(0, dtype=np.int64)
-        present = np.flatnonzero(sums)
-        field_shift = field * fields.width
-        for index, count in zip(present.tolist(), sums[present].tolist()):
-            packed[index] += count << field_shift
-    corpus.pair_counts = dict(zip(keys, packed))
-    corpus.frequencies = np.array(frequencies, dtype=object)
-    corpus.frequency_array = frequencies  # what `_merge_in_python` reads
+    sums = np.add.reduceat(frequencies[words], starts).tolist() if len(words) else []
+    corpus.pair_counts = dict(zip(keys, sums))
+    corpus.frequencies = frequencies
+    corpus.frequency_array = frequencies.tolist()  # what `_merge_in_python` reads
     return corpus
 
 
@@ -154,7 +146,8 @@ class ParitySelection:
                           else set())
         self.chosen: int | None = None
         # The fields whose lengths are kept (those that choose), and each language's field bits.
-        self.length_fields = list(dev_fields) if dev_fields is not None else list(range(len(self.queues)))
+        self.length_shifts = [(field, field * fields.width) for field in
+                              (dev_fields if dev_fields is not None else range(len(self.queues)))]
         self.field_masks = [fields.mask << (field * fields.width) for field in range(len(self.queues))]
 
     def pop(self) -> str | None:
@@ -184,9 +177,9 @@ class ParitySelection:
             words = corpus.word_of[positions[corpus.symbols[positions] == ord(new_token)]].tolist()
             count = sum(map(corpus.frequency_array.__getitem__, words))
         if count:
-            fields, tokens = self.fields, self.tokens
-            for field in self.length_fields:
-                tokens[field] -= fields.value(count, field)
+            tokens, mask = self.tokens, self.fields.mask
+            for field, shift in self.length_shifts:
+                tokens[field] -= (count >> shift) & mask
         if self.global_queue is not None and self.merges_made >= self.global_merges:
             self.global_queue = None  # the global merges are made: its memory goes
         if not created:
