@@ -2,7 +2,7 @@
 gigabytes.
 
     python scripts/bench_count.py CORPUS... [--workers 1 2] [--chunk-bytes N] [--rounds 3] [--reference]
-                                  [--iterator]
+                                  [--iterator] [--sources]
 
 Each run is a fresh Python process (`count_pretokens_in_files` with each worker count in turn, alternating,
 `--rounds` times), so that its peak memory is its own: the peak memory of the whole process tree (the counting
@@ -12,6 +12,9 @@ which counts the pages a forked worker shares with its parent once per process, 
 among the processes sharing them (the memory the tree really holds). `--iterator` also runs
 `count_pretokens_in_iterator` over the corpus streamed as a `datasets.IterableDataset` of lines (each line a text, so
 its counts differ from the files' where a pre-token spans lines), to show that counting a stream is bounded too.
+`--sources` also counts each CORPUS as a named source of its own (`count_sources_in_files`, one table per source,
+as `hf-bpe train NAME=PATH ...` counts), alternating with the plain runs, and checks that the sources' counts add up
+to the plain counts (issue 35's bound: at most 1.1x plain counting's time and memory).
 `--reference` also runs the plain single-process reference (`Counter(GPT2_REGEX.findall(doc))` over the documents
 split at <|endoftext|>, the whole corpus in memory: not for gigabytes), checks that the counts are equal, and
 prints the speed-up over it. The Linux corpus (1.2 GB) takes several minutes per run on 2 cores:
@@ -50,6 +53,16 @@ def run_one(kind: str, paths: list[str], workers: int, chunk_bytes: int) -> None
         stream = datasets.load_dataset("text", data_files=paths, split="train", streaming=True)
         counts = count_pretokens_in_iterator((row["text"] for row in stream), [SPECIAL], num_workers=workers,
                                              progress=False)
+    elif kind == "sources":
+        from hf_bpe.train.counting.sources import count_sources_in_files
+
+        names = [os.path.splitext(os.path.basename(path))[0] for path in paths]
+        by_source = count_sources_in_files({f"{index}_{name}": path for index, (name, path)
+                                            in enumerate(zip(names, paths))}, [SPECIAL], num_workers=workers,
+                                           chunk_bytes=chunk_bytes, progress=False)
+        counts = Counter()
+        for source_counts in by_source.values():
+            counts.update(source_counts)
     else:
         from hf_bpe.train.counting.count import count_pretokens_in_files
 
@@ -102,6 +115,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reference", action="store_true")
     parser.add_argument("--iterator", action="store_true")
+    parser.add_argument("--sources", action="store_true")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_one:
@@ -116,6 +130,15 @@ def main() -> None:
             if args.iterator:
                 runs.setdefault(f"iterator workers={workers}", []).append(
                     measure("iterator", args.corpora, workers, args.chunk_bytes))
+            if args.sources:
+                runs.setdefault(f"sources workers={workers}", []).append(
+                    measure("sources", args.corpora, workers, args.chunk_bytes))
+    if args.sources:
+        for workers in args.workers:
+            results = runs[f"files workers={workers}"] + runs[f"sources workers={workers}"]
+            same = {result["digest"] for result in results}
+            print(f"sources workers={workers}: counts added up {'equal' if len(same) == 1 else 'DIFFER from'} "
+                  "the plain counts")
     if args.reference:
         runs["reference (1 process)"] = [measure("reference", args.corpora, 1, args.chunk_bytes)]
         reference_digest = runs["reference (1 process)"][0]["digest"]

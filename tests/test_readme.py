@@ -1,10 +1,11 @@
 """The README's code runs: its `bash` and `python` blocks, in order, in one directory and one Python namespace.
 
 As `tokenizers` tests its quicktour, so that the guide cannot go stale. The directory holds what the README's
-readers are assumed to have: `corpus.txt` (text with `<|endoftext|>` between documents) and `docs.jsonl` (one
-document per row, column `text`). The sections "Install" (it installs the package) and "On a cluster" (it starts
-Ray nodes) are not run, nor `text` blocks (commands that need files a reader has, such as OpenAI's cl100k_base file);
-those commands are tested elsewhere (`.ci/run` runs the install commands as written, `tests/cluster/` the Ray
+readers are assumed to have: `corpus.txt` (text with `<|endoftext|>` between documents), `docs.jsonl` (one
+document per row, column `text`), and text in three languages with parallel dev sets (`en.txt`, `dev/en.txt`,
+...). The sections "Install" (it installs the package) and "On a cluster" (it starts Ray nodes) are not run,
+nor `text` blocks (commands that need files a reader has, such as OpenAI's cl100k_base file); those commands are
+tested elsewhere (`.ci/run` runs the install commands as written, `tests/cluster/` the Ray
 commands, `tests/cli/test_convert.py` the conversion of cl100k_base).
 """
 
@@ -53,6 +54,11 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     documents = [part for part in (FIXTURES / "corpus.en").read_text(encoding="utf-8").split("\n\n") if part.strip()]
     (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": doc}) + "\n" for doc in documents[:200]),
                                          encoding="utf-8")
+    (tmp_path / "dev").mkdir()
+    for language in ("en", "hi", "el"):
+        lines = (FIXTURES / "parallel" / f"{language}.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+        (tmp_path / f"{language}.txt").write_text("".join(lines[1:]) * 3, encoding="utf-8")
+        (tmp_path / "dev" / f"{language}.txt").write_text(lines[0], encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # remote code is copied into the HF modules cache
     # `hf-bpe` from this interpreter's environment, for the bash blocks and the Python blocks' subprocesses alike,
