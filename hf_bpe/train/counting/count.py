@@ -171,27 +171,11 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     docstring and `find_chunk_boundaries`). On Linux the workers are forked when no other thread runs, so a script
     needs no `if __name__ == "__main__":` guard; elsewhere they are spawned, which re-imports the main script.
     """
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    if chunk_bytes < 1:
-        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    check_num_workers(num_workers)
-    specials = validate_special_tokens(special_tokens)
-    regex = resolve_pattern(pattern)
+    specials, regex = check_file_options(special_tokens, pattern, errors, chunk_bytes, num_workers)
     path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     sizes = check_input_files(path_list)
-    special_bytes = [token.encode() for token in specials]
-    tasks: list[tuple[str, int, int]] = []
-    for path, size in zip(path_list, sizes):
-        if size:
-            with open_binary(path) as file:
-                boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes, pattern=regex)
-            tasks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
-    if errors == "replace" and stats is not None:
-        _find_replacements(tasks, stats)
-    if engine is None:
-        small = num_workers is None and sum(sizes) < MIN_PARALLEL_BYTES
-        engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
+    tasks = file_chunks(path_list, sizes, specials, regex, chunk_bytes, errors, stats)
+    engine = engine if engine is not None else files_engine(num_workers, sum(sizes))
     with progress_bar(progress, desc="counting pre-tokens", total=sum(sizes), unit="B", unit_scale=True) as bar:
         return engine.count(tasks, _converted(_FileTask(errors, regex), convert, specials), specials, bar)
 
@@ -205,7 +189,7 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     Each text is pre-tokenized on its own, as in `count_pretokens`. Batches of about `BATCH_CHARS` characters are
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
-    counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `_batches`).
+    counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `text_batches`).
     `engine` counts the batches elsewhere (see the module docstring); `convert` as for `count_pretokens_in_files`.
     Over a streaming dataset, most of the memory is
     `datasets`' own, whose pages the forked workers share (docs/benchmarks.md, "Streaming from a dataset").
@@ -214,7 +198,7 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     specials = validate_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
     total = len(texts) if isinstance(texts, Sized) else None
-    batches = _batches(texts, specials, regex)
+    batches = text_batches(texts, specials, regex)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
         if engine is None:
             first = next(batches, _Batch())
@@ -226,6 +210,43 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
             batches = _chain_batches(first, second, batches)
             engine = LocalCountingEngine(num_workers)
         return engine.count(batches, _converted(_BatchTask(regex), convert, specials), specials, bar)
+
+
+def check_file_options(special_tokens: Sequence[str], pattern: str | None, errors: str, chunk_bytes: int,
+                       num_workers: int | None) -> tuple[list[str], str]:
+    """The checked special tokens and the pattern's regex text, for counting files (`count_pretokens_in_files`,
+    `hf_bpe.train.counting.sources.count_sources_in_files`); ValueError for a bad `errors`, `chunk_bytes` or
+    `num_workers`."""
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    check_num_workers(num_workers)
+    return validate_special_tokens(special_tokens), resolve_pattern(pattern)
+
+
+def file_chunks(paths: Sequence[PathArg], sizes: Sequence[int], special_tokens: Sequence[str], pattern: str,
+                chunk_bytes: int, errors: str = "strict", stats: CountStats | None = None
+                ) -> list[tuple[str, int, int]]:
+    """The chunks `(path, start, end)` of the files (of the `sizes` that `check_input_files` gave; empty ones have
+    none) that counting tasks read (`find_chunk_boundaries`). With `errors="replace"`, `stats` (if given) adds up what
+    the chunks' decoding replaces."""
+    special_bytes = [token.encode() for token in special_tokens]
+    chunks: list[tuple[str, int, int]] = []
+    for path, size in zip(paths, sizes):
+        if size:
+            with open_binary(path) as file:
+                boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes, pattern=pattern)
+            chunks.extend((os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
+    if errors == "replace" and stats is not None:
+        _find_replacements(chunks, stats)
+    return chunks
+
+
+def files_engine(num_workers: int | None, total_bytes: int) -> CountingEngine:
+    """The default engine for counting files: local workers, or this process for a little input."""
+    small = num_workers is None and total_bytes < MIN_PARALLEL_BYTES
+    return LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
 
 
 def find_chunk_boundaries(file: BinaryIO, size: int, chunk_bytes: int, special_tokens: Sequence[bytes] = (), *,
@@ -383,7 +404,7 @@ class _Batch(list):
     texts = 0
 
 
-def _batches(texts: Iterable[str], special_tokens: Sequence[str] = (), pattern: str | None = None
+def text_batches(texts: Iterable[str], special_tokens: Sequence[str] = (), pattern: str | None = None
              ) -> Iterator[_Batch]:
     """Batches of consecutive texts of about BATCH_CHARS characters in all, checking that each text is a str.
 
@@ -393,7 +414,7 @@ def _batches(texts: Iterable[str], special_tokens: Sequence[str] = (), pattern: 
     text, and the batches waiting in the queue and in the workers stay small; a custom pattern has no safe cut, so a
     long document goes whole.
 
-    >>> [(list(batch), batch.texts) for batch in _batches(["a", "b c"])]
+    >>> [(list(batch), batch.texts) for batch in text_batches(["a", "b c"])]
     [(['a', 'b c'], 2)]
     """
     splitter = SpecialTokenSplitter(special_tokens)
@@ -428,5 +449,5 @@ def _chain_batches(first: _Batch, second: _Batch, rest: Iterator[_Batch]) -> Ite
 
 
 __all__ = ["BATCH_CHARS", "DEFAULT_CHUNK_BYTES", "MAX_PIECES", "MIN_PARALLEL_BYTES", "CountStats", "CountingEngine",
-           "LocalCountingEngine", "PieceCounter", "count_pretokens", "count_pretokens_in_files",
-           "count_pretokens_in_iterator", "find_chunk_boundaries"]
+           "LocalCountingEngine", "PieceCounter", "check_file_options", "count_pretokens", "count_pretokens_in_files",
+           "count_pretokens_in_iterator", "file_chunks", "files_engine", "find_chunk_boundaries", "text_batches"]

@@ -38,17 +38,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from typing import Any
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.files import PathArg, check_input_files, is_url, open_binary, read_text
+from hf_bpe.common.files import PathArg, check_input_files, is_url, read_text
 from hf_bpe.common.parallel import progress_bar
 from hf_bpe.pretokenize import GPT2_PATTERN, replace_surrogates, resolve_pattern, validate_special_tokens
 from hf_bpe.train.counting.count import (
     DEFAULT_CHUNK_BYTES,
-    MIN_PARALLEL_BYTES,
     CountingEngine,
     CountStats,
-    _batches,
-    _find_replacements,
-    find_chunk_boundaries,
+    check_file_options,
+    file_chunks,
+    files_engine,
+    text_batches,
 )
 from hf_bpe.train.counting.local_engine import LocalCountingEngine, check_num_workers
 from hf_bpe.train.counting.piece_counter import MAX_PIECES, PieceCounter
@@ -152,29 +152,13 @@ def count_sources_in_files(sources: Mapping[str, PathArg | Sequence[PathArg]], s
     `RayCountingEngine`). InputError naming the source (`what` says what it is: "dev set" for parity's dev sets)
     when it has no text: its files are all empty, or hold only special tokens.
     """
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    if chunk_bytes < 1:
-        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    check_num_workers(num_workers)
-    specials = validate_special_tokens(special_tokens)
-    regex = resolve_pattern(pattern)
+    specials, regex = check_file_options(special_tokens, pattern, errors, chunk_bytes, num_workers)
     paths = source_paths(sources, what)
     sizes = check_source_files(paths, what)
-    special_bytes = [token.encode() for token in specials]
-    tasks: list[tuple[int, str, int, int]] = []
-    for index, name in enumerate(paths):
-        for path, size in zip(paths[name], sizes[name]):
-            if size:
-                with open_binary(path) as file:
-                    boundaries = find_chunk_boundaries(file, size, chunk_bytes, special_bytes, pattern=regex)
-                tasks.extend((index, os.fspath(path), start, end) for start, end in zip(boundaries, boundaries[1:]))
-    if errors == "replace" and stats is not None:
-        _find_replacements([task[1:] for task in tasks], stats)
+    tasks = [(index, *chunk) for index, name in enumerate(paths)
+             for chunk in file_chunks(paths[name], sizes[name], specials, regex, chunk_bytes, errors, stats)]
     total = sum(map(sum, sizes.values()))
-    if engine is None:
-        small = num_workers is None and total < MIN_PARALLEL_BYTES
-        engine = LocalCountingEngine(1 if small else num_workers)  # starting workers would take longer than counting
+    engine = engine if engine is not None else files_engine(num_workers, total)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit="B", unit_scale=True) as bar:
         counted = engine.count(tasks, _SourceFileTask(errors, regex), specials, bar)
     return _by_name(counted, list(paths), f"{what} {{name}} has no text: nothing but special tokens")
@@ -198,7 +182,7 @@ def count_sources_in_iterators(sources: Mapping[str, Iterable[str]], special_tok
     sized = all(isinstance(texts, Sized) for texts in sources.values())
     total = sum(len(texts) for texts in sources.values()) if sized else None  # type: ignore[arg-type]
     tasks: Iterator[tuple[int, Any]] = ((index, batch) for index, name in enumerate(names)
-                                        for batch in _batches(sources[name], specials, regex))
+                                        for batch in text_batches(sources[name], specials, regex))
     if engine is None:
         first = list(itertools.islice(tasks, 2))
         engine = LocalCountingEngine(1 if len(first) < 2 else num_workers)  # one batch: not worth a worker

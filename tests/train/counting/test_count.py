@@ -390,7 +390,7 @@ def test_long_texts_are_sent_as_parts_that_count_alike(monkeypatch: pytest.Monke
                                                       batch_chars: int) -> None:
     set_segment_chars(monkeypatch, segment_chars)
     monkeypatch.setattr(hf_bpe.train.counting.count, "BATCH_CHARS", batch_chars)
-    batches = list(hf_bpe.train.counting.count._batches(texts, special_tokens))
+    batches = list(hf_bpe.train.counting.count.text_batches(texts, special_tokens))
     assert sum(batch.texts for batch in batches) == len(texts)  # the progress bar counts texts, not parts
     # A batch closes once it holds batch_chars: all but its last part fit under that. A part is a short text or a
     # segment, and a segment runs past segment_chars only up to its first safe space (none in a long word).
