@@ -39,7 +39,8 @@ class Tally(Protocol):
     """What a counting task's conversion may make instead of pre-token counts (`count_pretokens_in_files(...,
     convert=)`; SuperBPE's stage-2 tables, `hf_bpe.train.starts.superword_passes.StageTwoCounts`): tables that add up
     like a Counter, in the workers and in the parent (`add_counts`), and say when a worker should hand them over
-    (`full`; pre-token counts are handed over as soon as there are any)."""
+    (`full`; pre-token counts are handed over as soon as there are any). One may also convert piece tables itself
+    (`PieceCounter.flush`'s `add_pieces`)."""
 
     def __len__(self) -> int: ...
 
@@ -75,6 +76,11 @@ class PieceCounter:
         """The regex text the counter pre-tokenizes with."""
         return self._pattern.pattern
 
+    @property
+    def compiled(self) -> CompiledPattern:
+        """The compiled pattern the counter pre-tokenizes with."""
+        return self._pattern
+
     def add_text(self, text: str, pattern: str | None = None) -> None:
         """Count the pieces of one text (its special tokens split it into documents and are dropped).
 
@@ -101,8 +107,15 @@ class PieceCounter:
             self.flush()
 
     def flush(self) -> None:
-        """Convert the piece table into pre-token counts (added to `pretokens`) and empty it."""
+        """Convert the piece table into pre-token counts (added to `pretokens`) and empty it. A `Tally` with an
+        `add_pieces(pieces, compiled pattern)` method converts the table itself (per-source counts,
+        `hf_bpe.train.counting.source_counts`: one table holds all the sources a worker meets)."""
         if not self.pieces:
+            return
+        add_pieces = getattr(self.pretokens, "add_pieces", None)
+        if add_pieces is not None:
+            pieces, self.pieces = self.pieces, Counter()
+            add_pieces(pieces, self._pattern)
             return
         converted = self._pretokens_of_pieces()
         self.pieces = Counter()

@@ -12,9 +12,9 @@ error too (give a source several files with a glob; from Python, with a list).
 
 `count_sources_in_files` counts every source in one pass: each task (a file chunk, as plain counting cuts them)
 carries its source's index, and each worker keeps the counts of each source apart (`SourceCounts`, the `Tally` it
-hands over). A worker's piece table is kept across the chunks of one source, so a piece seen in many chunks is
-pre-tokenized once per worker and source, as plain counting does it once per worker: the tasks come source by
-source, so a worker converts its table once more per source it meets, not per chunk. Each source's counts equal
+hands over, in hf_bpe.train.counting.source_counts). A worker counts all its sources in one piece table, as plain
+counting does, so a piece is pre-tokenized once per worker however many sources hold it; the table's values at each
+move to another source tell the sources' counts apart. Each source's counts equal
 `hf_bpe.train._reference.reference_counts` of that source's texts (tests/train/counting/test_sources.py).
 
 >>> import os, tempfile
@@ -51,13 +51,11 @@ from hf_bpe.train.counting.count import (
     text_batches,
 )
 from hf_bpe.train.counting.local_engine import LocalCountingEngine, check_num_workers
-from hf_bpe.train.counting.piece_counter import MAX_PIECES, PieceCounter
+from hf_bpe.train.counting.piece_counter import PieceCounter
+from hf_bpe.train.counting.source_counts import SourceCounts, add_to_source
 
 # A source's name: a code such as en, zh-Hans or pt_BR, or any word; never a path (hf_bpe.evaluation.languages's).
 NAME_REGEX = re.compile(r"[A-Za-z0-9][\w.+-]*")
-# A worker hands its other sources' counts over once they hold this many entries, so that a worker that meets many
-# sources holds no more than plain counting's worker would.
-HANDOVER_ENTRIES = MAX_PIECES // 2
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -207,122 +205,7 @@ def _by_name(counted: Any, names: list[str], no_text: str) -> dict[str, Counter[
     return {name: tables[index] for index, name in enumerate(names)}
 
 
-# --- what the workers keep -----------------------------------------------------------------------------------------
-
-
-class SourceCounts(dict):  # type: ignore[type-arg]
-    """Pre-token counts per source (by index): the `Tally` a counting worker keeps and hands over, and that the
-    parent (and Ray's actors) add up (`add_counts`).
-
-    The dict itself holds the counts of `source`, the source being counted: a `PieceCounter` converts its piece
-    table into it (as its `pretokens`) with the same dict operations, at the same speed, as into plain pre-token
-    counts. `others` holds the other sources' counts. It is always true, an empty one too, so that a `PieceCounter`
-    converts into it rather than replacing it by a plain Counter; its length is the entries of all its sources.
-
-    >>> tally = SourceCounts(0, current={b"a": 1})
-    >>> tally.switch_to(1)
-    >>> tally[b"b"] = 2
-    >>> other = SourceCounts(1, current={b"b": 1, b"c": 1})
-    >>> tally.update(other)
-    >>> tally.by_source(), len(tally)
-    ({0: Counter({b'a': 1}), 1: Counter({b'b': 3, b'c': 1})}, 3)
-    """
-
-    def __init__(self, source: int, others: dict[int, Counter[bytes]] | None = None,
-                 current: Mapping[bytes, int] = ()) -> None:  # type: ignore[assignment]
-        super().__init__(current)
-        self.source = source
-        self.others: dict[int, Counter[bytes]] = {} if others is None else others
-        self.others_entries = sum(map(len, self.others.values()))
-        self.converted = False  # a task's piece table was converted into it (`full`)
-
-    def __bool__(self) -> bool:
-        return True
-
-    def __len__(self) -> int:
-        return dict.__len__(self) + self.others_entries
-
-    def switch_to(self, source: int) -> None:
-        """Count `source` from now on: the current source's counts join `others` (a copy in C, once per source a
-        worker meets, since the tasks come source by source)."""
-        if source == self.source:
-            return
-        if dict.__len__(self):
-            self._add_other(self.source, Counter(self))  # a dict-to-dict copy: this class keeps dict's iteration
-            dict.clear(self)
-        again = self.others.pop(source, None)
-        if again:
-            self.others_entries -= len(again)
-            dict.update(self, again)
-        self.source = source
-
-    def update(self, other: Any) -> None:  # type: ignore[override]
-        """Add another `SourceCounts` (another worker's). Pre-token counts that name no source are refused."""
-        if not isinstance(other, SourceCounts):
-            if other:
-                raise TypeError(f"only SourceCounts add to SourceCounts, got {type(other).__name__}")
-            return
-        for source, counts in other.others.items():
-            if source == self.source:
-                _add_into(self, counts)
-            else:
-                self._add_other(source, counts)
-        if dict.__len__(other):
-            if other.source == self.source:
-                _add_into(self, other)
-            else:
-                self._add_other(other.source, Counter(other))
-
-    def full(self) -> bool:
-        """Whether a worker should hand these over now: a task converted its piece table (as plain counting hands
-        over its counts then), or the other sources' counts are `HANDOVER_ENTRIES` entries or more."""
-        return self.converted or self.others_entries >= HANDOVER_ENTRIES
-
-    def by_source(self) -> dict[int, Counter[bytes]]:
-        """{source index: its pre-token counts}."""
-        tables = dict(self.others)
-        if dict.__len__(self):
-            tables[self.source] = Counter(self)
-        return tables
-
-    def _add_other(self, source: int, counts: Counter[bytes]) -> None:
-        """Add `counts` (a Counter this tally may keep) to the table of `source`, not the current one."""
-        table = self.others.get(source)
-        if table is None:
-            self.others[source] = counts
-            self.others_entries += len(counts)
-            return
-        before = len(table)
-        if len(counts) > len(table):  # the larger table takes the smaller one's counts
-            table, counts = counts, table
-            self.others[source] = table
-        _add_into(table, counts)
-        self.others_entries += len(table) - before
-
-
-def _add_into(table: dict[bytes, int], counts: Mapping[bytes, int]) -> None:
-    get = table.get
-    for pretoken, count in counts.items():
-        table[pretoken] = get(pretoken, 0) + count
-
-
-def add_to_source(counter: PieceCounter, source: int, text: str, pattern: str | None = None) -> None:
-    """Count `text` as the source's on a counting engine's `PieceCounter`, whose pre-token counts are then a
-    `SourceCounts` (`pattern`: regex text, None for the counter's own)."""
-    tally = counter.pretokens
-    if not isinstance(tally, SourceCounts):
-        if tally:
-            raise TypeError("this PieceCounter holds pre-token counts of no source")
-        if pattern is not None and pattern != counter.pattern:
-            counter.add_text("", pattern)  # take the pattern while empty: it refuses another once it holds a tally
-        tally = counter.pretokens = SourceCounts(source)  # type: ignore[assignment]
-    elif tally.source != source:
-        counter.flush()  # the pieces so far are the previous source's
-        tally.switch_to(source)
-    pieces = counter.pieces
-    counter.add_text(text, pattern)
-    if counter.pieces is not pieces:  # the piece table was converted, and a new one begun
-        tally.converted = True
+# --- the tasks -----------------------------------------------------------------------------------------------------
 
 
 class _SourceFileTask:
@@ -352,5 +235,5 @@ class _SourceBatchTask:
         return getattr(batch, "texts", len(batch))
 
 
-__all__ = ["HANDOVER_ENTRIES", "NAME_REGEX", "SourceCounts", "add_to_source", "check_source_files",
+__all__ = ["NAME_REGEX", "SourceCounts", "add_to_source", "check_source_files",
            "count_sources_in_files", "count_sources_in_iterators", "parse_sources", "source_paths"]

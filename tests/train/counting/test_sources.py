@@ -1,5 +1,6 @@
-"""Tests for hf_bpe.train.counting.sources: per-source counts in one pass, against the plain reference per source, on
-one and two local workers and on Ray; the NAME=PATH rule; sources with no text."""
+"""Tests for hf_bpe.train.counting.sources and source_counts: per-source counts in one pass, against the plain
+reference per source, on one and two local workers and on Ray, and of a worker's counter fed source by source with
+every pattern; the tallies' numbering and adding up; the NAME=PATH rule; sources with no text."""
 
 from __future__ import annotations
 
@@ -7,17 +8,22 @@ import os
 import pickle
 import tempfile
 from collections import Counter
+from functools import reduce
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe.train.counting.piece_counter
 from hf_bpe.common.errors import InputError
+from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.train._reference import reference_counts
+from hf_bpe.train.counting import source_counts
 from hf_bpe.train.counting.count import count_pretokens_in_files
-from hf_bpe.train.counting.piece_counter import PieceCounter
+from hf_bpe.train.counting.piece_counter import PieceCounter, add_counts
+from hf_bpe.train.counting.source_counts import number_pretokens, summed
 from hf_bpe.train.counting.sources import (
     SourceCounts,
     add_to_source,
@@ -27,6 +33,7 @@ from hf_bpe.train.counting.sources import (
 )
 from tests import FIXTURES
 from tests.pretokenize.test_gpt2 import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, characters
+from tests.pretokenize.test_patterns import CUSTOM, PRESETS, pattern_text
 
 EOT = "<|endoftext|>"
 PARALLEL = sorted((FIXTURES / "parallel").glob("*.txt"))
@@ -98,20 +105,97 @@ def test_parallel_corpus_on_two_workers_adds_up_to_plain_counting(monkeypatch: p
     assert sum(counted.values(), Counter()) == count_pretokens_in_files(PARALLEL, [EOT], num_workers=1)
 
 
-def test_a_source_is_converted_once_per_worker_however_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    conversions = []
-    convert = PieceCounter._pretokens_of_pieces
+def test_a_worker_pre_tokenizes_each_distinct_piece_once_whatever_its_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    pre_tokenized: list[str] = []
+    split = source_counts._split
 
-    def counted_conversion(self: PieceCounter) -> Counter[str]:
-        conversions.append(len(self.pieces))
-        return convert(self)
+    def recorded(pieces: list[str], pattern: object) -> tuple[list[str], list[int]]:
+        pre_tokenized.extend(pieces)
+        return split(pieces, pattern)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(PieceCounter, "_pretokens_of_pieces", counted_conversion)
-    sources = {path.stem: path for path in PARALLEL[:3]}
+    monkeypatch.setattr(source_counts, "_split", recorded)
+    monkeypatch.setattr(source_counts, "SNAPSHOT_CHARS", 0)  # the tiny sources would be converted one by one
+    sources = {path.stem: path for path in PARALLEL} | {"en2": FIXTURES / "parallel" / "en.txt"}  # en's pieces twice
     counted = count_sources_in_files(sources, [EOT], num_workers=1, chunk_bytes=32)
-    assert len(conversions) == 3  # one piece table per source, kept over its ~20-30 chunks
     assert counted == {name: reference_counts([path.read_text(encoding="utf-8")], [EOT])
                        for name, path in sources.items()}
+    counter = PieceCounter([EOT])
+    for path in sources.values():
+        counter.add_text(path.read_text(encoding="utf-8"))
+    assert sorted(pre_tokenized) == sorted(counter.pieces)  # one piece table, converted once
+
+
+def test_sources_too_small_to_snapshot_are_converted_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    conversions = []
+    number_pretokens = source_counts.number_pretokens
+    monkeypatch.setattr(source_counts, "number_pretokens",
+                        lambda pieces, pattern: conversions.append(len(pieces)) or number_pretokens(pieces, pattern))
+    sources = {path.stem: path for path in PARALLEL[:4]}
+    counted = count_sources_in_files(sources, [EOT], num_workers=1, chunk_bytes=64)  # SNAPSHOT_CHARS: ~500 bytes each
+    assert len(conversions) == 4
+    assert counted == {name: reference_counts([path.read_text(encoding="utf-8")], [EOT])
+                       for name, path in sources.items()}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=fixture_settings)
+@given(st.lists(st.tuples(st.integers(0, 2), pattern_text), min_size=1, max_size=10),
+       st.sampled_from([None, *PRESETS, *CUSTOM]), st.sampled_from(SPECIAL_TOKEN_SETS),
+       st.sampled_from([0, 2, 7, 1 << 19]), st.sampled_from([0, 8, 1 << 30]))
+def test_add_to_source_counts_each_source_as_the_reference(monkeypatch: pytest.MonkeyPatch,
+                                                          parts: list[tuple[int, str]], pattern: str | None,
+                                                          special_tokens: list[str], max_pieces: int,
+                                                          snapshot_chars: int) -> None:
+    # A worker's counter fed source by source (and back), its tallies handed over whenever ready, as pickles, and
+    # added up in any order: small tables convert often, and the snapshots may be refused every time or never.
+    # (`pattern_text`: the characters on which the reference's `regex` agrees with the pinned classes.)
+    monkeypatch.setattr(source_counts, "SNAPSHOT_CHARS", snapshot_chars)
+    counter = PieceCounter(special_tokens, max_pieces=max_pieces)
+    regex = None if pattern is None else resolve_pattern(pattern)
+    tallies = []
+    for source, text in parts:
+        add_to_source(counter, source, text, regex)
+        if counter.ready():
+            tallies.append(pickle.loads(pickle.dumps(counter.pretoken_counts())))
+    tallies.append(counter.pretoken_counts())
+    total = reduce(add_counts, reversed(tallies), Counter())
+    counted = total.by_source() if isinstance(total, SourceCounts) else {}
+    expected = {source: reference_counts([text for index, text in parts if index == source], special_tokens, regex)
+                for source in range(3)}
+    assert counted == {source: counts for source, counts in expected.items() if counts}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=fixture_settings)
+@given(st.lists(pattern_text, max_size=12), st.sampled_from([None, *PRESETS, *CUSTOM]),
+       st.integers(1, 4))
+def test_number_pretokens_gives_each_piece_its_pretokens(monkeypatch: pytest.MonkeyPatch, texts: list[str],
+                                                         pattern: str | None, batch: int) -> None:
+    monkeypatch.setattr(source_counts, "_BATCH_PIECES", batch)
+    counter = PieceCounter(pattern=pattern)
+    for text in texts:
+        counter.add_text(text)
+    pieces = list(counter.pieces)
+    keys, offsets, lengths, numbers = number_pretokens(list(pieces), counter.compiled)
+    assert len(set(keys)) == len(keys)
+    for piece, offset, length in zip(pieces, offsets.tolist(), lengths.tolist(), strict=True):
+        pretokens = [keys[number] for number in numbers[offset:offset + length]]
+        assert pretokens == counter.compiled.pretokens_of_piece(piece)
+    firsts = [key for piece in pieces for key in counter.compiled.pretokens_of_piece(piece)]
+    assert keys == list(dict.fromkeys(firsts))  # numbered in the order they first come: no run-to-run difference
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 1 << 56)), max_size=40), st.booleans())
+def test_summed_adds_the_counts_of_each_number(pairs: list[tuple[int, int]], small: bool) -> None:
+    # Counts add up in int64: beyond 2**53 (float64's exact integers) and up to 2**63, more than any corpus holds.
+    if small:  # the bincount route
+        pairs = [(number, count % 1000 + 1) for number, count in pairs]
+    numbers, counts = summed(np.array([number for number, _ in pairs], np.int64),
+                             np.array([count for _, count in pairs], np.int64), 31)
+    expected: Counter[int] = Counter()
+    for number, count in pairs:
+        expected[number] += count
+    assert dict(zip(numbers.tolist(), counts.tolist(), strict=True)) == expected
+    assert numbers.tolist() == sorted(expected)
 
 
 @settings(max_examples=80, deadline=None)
@@ -184,18 +268,81 @@ def test_source_counts_add_up_whatever_the_order_of_sources() -> None:
     assert isinstance(tally, SourceCounts)
     expected = {source: reference_counts([text for index, text in parts if index == source], [EOT])
                 for source in (0, 1)}
-    assert tally.by_source() == expected
     again = pickle.loads(pickle.dumps(tally))  # as a worker hands it over
-    again.update(tally)
+    again.update(pickle.loads(pickle.dumps(tally)))
+    assert len(again) == len(tally) == sum(map(len, expected.values()))
+    assert tally.by_source() == expected
     assert again.by_source() == {source: counts + counts for source, counts in expected.items()}
-    assert len(again) == sum(map(len, expected.values()))
+    assert len(tally) == len(again) == 0  # read out
+
+
+def test_a_received_tally_is_made_counters_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(source_counts, "SNAPSHOT_CHARS", 0)  # one conversion, at the end
+    counter = PieceCounter()
+    add_to_source(counter, 0, "a b's")
+    add_to_source(counter, 1, " b")
+    tally = counter.pretoken_counts()
+    assert tally.tables and not tally.counters  # a worker's: arrays and keys
+    received = pickle.loads(pickle.dumps(tally))
+    assert received.counters and not received.tables  # made while the parent waits for the other workers
+    assert len(received) == len(tally) == 4
+    assert received.by_source() == tally.by_source() == {0: Counter({b"a": 1, b" b": 1, b"'s": 1}),
+                                                          1: Counter({b" b": 1})}
+
+
+def test_tallies_handed_over_midway_wait_compact_until_a_last_one_comes() -> None:
+    counter = PieceCounter(max_pieces=3)
+    add_to_source(counter, 0, "a b c d e")  # the table passes max_pieces: converted while the worker counts on
+    assert counter.ready()
+    midway = counter.pretoken_counts()
+    add_to_source(counter, 1, "f g")
+    last = counter.pretoken_counts()
+    assert midway.midway and not last.midway
+    total = pickle.loads(pickle.dumps(midway))
+    assert total.tables and total.key_count() == 5 and not total.counters  # arrays and encoded keys
+    total.update(pickle.loads(pickle.dumps(midway)))
+    assert len(total.pending) == 1 and not total.counters
+    total.update(pickle.loads(pickle.dumps(last)))  # a worker is done: now counters, all of them
+    assert not total.pending and not total.tables and total.counters
+    once = reference_counts(["a b c d e"])
+    assert total.by_source() == {0: once + once, 1: reference_counts(["f g"])}
+
+
+def test_a_tally_converted_twice_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(source_counts, "SNAPSHOT_CHARS", 1 << 30)  # every move to another source converts
+    counter = PieceCounter()
+    parts = [(0, "a b"), (1, "b c"), (0, "a"), (1, "c c d")]
+    for source, text in parts:
+        add_to_source(counter, source, text)  # one process: the tally is never handed over
+    assert counter.pretoken_counts().by_source() == {
+        source: reference_counts([text for index, text in parts if index == source]) for source in (0, 1)}
+
+
+def test_counts_beyond_int32_and_float64_stay_exact() -> None:
+    tally = SourceCounts(0)
+    tally.add_pieces(Counter({"a": 1 << 40, " b's": (1 << 60) + 1}), PieceCounter().compiled)
+    other = pickle.loads(pickle.dumps(tally))
+    other.update(tally)
+    assert other.by_source() == {0: Counter({b"a": 1 << 41, b" b": (1 << 61) + 2, b"'s": (1 << 61) + 2})}
+
+
+@pytest.mark.parametrize("largest", [255, 256, (1 << 16) - 1, 1 << 16, (1 << 31) - 1, 1 << 31])
+def test_counts_are_kept_in_types_that_hold_them(largest: int) -> None:
+    tally = SourceCounts(0)
+    tally.add_pieces(Counter({"a": largest, "b": 1}), PieceCounter().compiled)
+    assert pickle.loads(pickle.dumps(tally)).by_source() == {0: Counter({b"a": largest, b"b": 1})}
 
 
 def test_source_counts_refuse_counts_of_no_source() -> None:
-    tally = SourceCounts(0, current={b"a": 1})
+    tally = SourceCounts(0)
     tally.update(Counter())  # an idle worker's
     with pytest.raises(TypeError, match="only SourceCounts"):
         tally.update(Counter({b"a": 1}))
+    counter = PieceCounter()
+    counter.add_text("a")
+    counter.flush()
+    with pytest.raises(TypeError, match="counts of no source"):
+        add_to_source(counter, 0, "b")
 
 
 # --- NAME=PATH ------------------------------------------------------------------------------------------------------
