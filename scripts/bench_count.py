@@ -161,7 +161,7 @@ def main() -> None:
         peak_pss = max(float(result["peak_pss"]) for result in results)
         print(f"{name:24s} median {median:7.2f} s  {megabytes / median:6.1f} MB/s  reference/this "
               f"{reference_seconds / median:5.2f}x  CPU (all processes) {cpu:7.2f} s  process tree peak RSS "
-              f"{peak_rss / 1e9:5.2f} GB, PSS {peak_pss / 1e9:5.2f} GB  "
+              f"{peak_rss / 1e9:6.3f} GB, PSS {peak_pss / 1e9:6.3f} GB  "
               f"runs {[round(float(result['seconds']), 1) for result in results]}")
 
 
