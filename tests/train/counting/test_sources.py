@@ -125,6 +125,23 @@ def test_a_worker_pre_tokenizes_each_distinct_piece_once_whatever_its_sources(mo
     assert sorted(pre_tokenized) == sorted(counter.pieces)  # one piece table, converted once
 
 
+def test_a_large_table_is_converted_at_the_next_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    conversions = []
+    number_pretokens = source_counts.number_pretokens
+    monkeypatch.setattr(source_counts, "number_pretokens",
+                        lambda pieces, pattern: conversions.append(len(pieces)) or number_pretokens(pieces, pattern))
+    monkeypatch.setattr(source_counts, "SNAPSHOT_CHARS", 0)
+    sources = {path.stem: path for path in PARALLEL[:3]}
+    assert count_sources_in_files(sources, [EOT], num_workers=1, chunk_bytes=64) == {
+        name: reference_counts([path.read_text(encoding="utf-8")], [EOT]) for name, path in sources.items()}
+    assert len(conversions) == 1  # small: one table for the three
+    monkeypatch.setattr(source_counts, "LARGE_TABLE", 1 << 30)  # every table is large
+    conversions.clear()
+    assert count_sources_in_files(sources, [EOT], num_workers=1, chunk_bytes=64) == {
+        name: reference_counts([path.read_text(encoding="utf-8")], [EOT]) for name, path in sources.items()}
+    assert len(conversions) == 3
+
+
 def test_sources_too_small_to_snapshot_are_converted_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     conversions = []
     number_pretokens = source_counts.number_pretokens
@@ -140,15 +157,16 @@ def test_sources_too_small_to_snapshot_are_converted_one_by_one(monkeypatch: pyt
 @settings(max_examples=150, deadline=None, suppress_health_check=fixture_settings)
 @given(st.lists(st.tuples(st.integers(0, 2), pattern_text), min_size=1, max_size=10),
        st.sampled_from([None, *PRESETS, *CUSTOM]), st.sampled_from(SPECIAL_TOKEN_SETS),
-       st.sampled_from([0, 2, 7, 1 << 19]), st.sampled_from([0, 8, 1 << 30]))
+       st.sampled_from([0, 2, 7, 1 << 19]), st.sampled_from([0, 8, 1 << 30]), st.sampled_from([1, 4, 1 << 30]))
 def test_add_to_source_counts_each_source_as_the_reference(monkeypatch: pytest.MonkeyPatch,
                                                           parts: list[tuple[int, str]], pattern: str | None,
                                                           special_tokens: list[str], max_pieces: int,
-                                                          snapshot_chars: int) -> None:
+                                                          snapshot_chars: int, large_table: int) -> None:
     # A worker's counter fed source by source (and back), its tallies handed over whenever ready, as pickles, and
     # added up in any order: small tables convert often, and the snapshots may be refused every time or never.
     # (`pattern_text`: the characters on which the reference's `regex` agrees with the pinned classes.)
     monkeypatch.setattr(source_counts, "SNAPSHOT_CHARS", snapshot_chars)
+    monkeypatch.setattr(source_counts, "LARGE_TABLE", large_table)
     counter = PieceCounter(special_tokens, max_pieces=max_pieces)
     regex = None if pattern is None else resolve_pattern(pattern)
     tallies = []
@@ -302,10 +320,17 @@ def test_tallies_handed_over_midway_wait_compact_until_a_last_one_comes() -> Non
     assert total.tables and total.key_count() == 5 and not total.counters  # arrays and encoded keys
     total.update(pickle.loads(pickle.dumps(midway)))
     assert len(total.pending) == 1 and not total.counters
+    larger = PieceCounter(max_pieces=3)
+    add_to_source(larger, 2, "k l m n o p q r s t u v w x")
+    larger_tally = pickle.loads(pickle.dumps(larger.pretoken_counts()))
+    larger_tally.max_pieces = 100  # its pending tallies may hold 200 keys before it makes any counters
+    total = add_counts(total, larger_tally)  # the larger takes the total in, and its pending tallies along
+    assert total is larger_tally and len(total.pending) == 2 and not total.counters
     total.update(pickle.loads(pickle.dumps(last)))  # a worker is done: now counters, all of them
     assert not total.pending and not total.tables and total.counters
     once = reference_counts(["a b c d e"])
-    assert total.by_source() == {0: once + once, 1: reference_counts(["f g"])}
+    assert total.by_source() == {0: once + once, 1: reference_counts(["f g"]),
+                                 2: reference_counts(["k l m n o p q r s t u v w x"])}
 
 
 def test_a_tally_converted_twice_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
