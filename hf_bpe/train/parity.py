@@ -78,11 +78,10 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
             field_counts.extend((dev[name], 1) for name in names)
         tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
         fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
-        # A speculative floor, as plain training's: the frequency of the word ranked twice each language's share of
-        # the merges (a language gains from the merges others choose too), the lowest over the languages. Pairs below
-        # it in every language are neither counted nor indexed until a language needs them.
+        # A speculative floor, as plain training's: the frequency of the word ranked by each language's share of the
+        # merges, the lowest over the languages (pairs below it in every language are neither counted nor indexed).
         watched = list(range(len(names) + bool(global_merges)))
-        floor = PackedFloor(fields, _speculative_floor(field_counts[:len(watched)], 2 * num_merges // len(names),
+        floor = PackedFloor(fields, _speculative_floor(field_counts[:len(watched)], num_merges // len(names),
                                                        min_frequency), watched)
         corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names), floor)
         single_bytes = [(word[0], count * weight) for counts, weight in field_counts[:len(names)]
