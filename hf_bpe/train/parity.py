@@ -20,7 +20,7 @@ import numpy as np
 
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
-from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.merging.flat_corpus import FlatCorpus, words_of
 from hf_bpe.train.merging.merge_loop import (
     Merges,
     Vocab,
@@ -29,14 +29,7 @@ from hf_bpe.train.merging.merge_loop import (
     token_order_keys,
     vocab_of_merges,
 )
-from hf_bpe.train.merging.parity_selection import (
-    FieldQueue,
-    FieldView,
-    PackedFields,
-    PackedFloor,
-    ParitySelection,
-    packed_store,
-)
+from hf_bpe.train.merging.parity_selection import FieldQueue, FieldView, PackedFields, ParitySelection, packed_store
 
 
 def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], vocab_size: int,
@@ -65,7 +58,6 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     start = time.perf_counter()
     with gc_paused():  # the store's setup makes millions of ints, the loop millions of tuples: none in cycles
         multiplier = [1 if weights is None else weights.get(name, 1) for name in names]
-        num_merges = vocab_size - 256 - len(specials)
         # The fields: each language's weighted training counts, then their sum (for the global merges), then the dev
         # sets.
         field_counts: list[tuple[Mapping[bytes, int], int]] = [(source_counts[name], weight)
@@ -78,27 +70,24 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
             field_counts.extend((dev[name], 1) for name in names)
         tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
         fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
-        # A speculative floor, as plain training's: the frequency of the word ranked by each language's share of the
-        # merges, the lowest over the languages (pairs below it in every language are neither counted nor indexed).
-        watched = list(range(len(names) + bool(global_merges)))
-        floor = PackedFloor(fields, _speculative_floor(field_counts[:len(watched)], num_merges // len(names),
-                                                       min_frequency), watched)
-        corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names), floor)
+        corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names))
         single_bytes = [(word[0], count * weight) for counts, weight in field_counts[:len(names)]
                         for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
         del field_counts
         if consume_counts:
             for counts in [*source_counts.values(), *(dev or {}).values()]:
                 counts.clear()  # type: ignore[attr-defined]
+        num_merges = vocab_size - 256 - len(specials)
         token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
         token_keys = token_order_keys(token_bytes)
-        queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency, floor.value)
-                  for field in watched]
-        global_queue = queues.pop() if global_merges else None
+        queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency)
+                  for field in range(len(names))]
+        global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency)
+                        if global_merges else None)
         selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                     ratios=None if ratios is None else [ratios[name] for name in names],
                                     variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
-                                    global_merges=global_merges, min_frequency=min_frequency)
+                                    global_merges=global_merges)
         del queues, global_queue
         id_merges = run_merge_loop(selection, num_merges, token_bytes, token_keys, progress,
                                    max_token_length=max_token_length)
@@ -112,8 +101,8 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     return vocab_of_merges(id_merges, specials)
 
 
-def _packed_corpus(field_counts: list[tuple[Mapping[bytes, int], int]], fields: PackedFields, languages: int,
-                   floor: PackedFloor) -> tuple[FlatCorpus, np.ndarray]:
+def _packed_corpus(field_counts: list[tuple[Mapping[bytes, int], int]], fields: PackedFields, languages: int
+                   ) -> tuple[FlatCorpus, np.ndarray]:
     """One store of the distinct words of two bytes or more of every field, each word's frequency its counts (times
     the field's weight) packed (`packed_store`); and each word's count in the first `languages` fields added up."""
     rows = {word: row for row, word in enumerate(dict.fromkeys(
@@ -130,16 +119,7 @@ def _packed_corpus(field_counts: list[tuple[Mapping[bytes, int], int]], fields: 
         if field < languages:
             pooled[at] += weighted.astype(np.int64)
     data, lengths, _ = words_of(dict.fromkeys(rows, 1))
-    return packed_store(data, lengths, packed, floor), pooled
-
-
-def _speculative_floor(field_counts: list[tuple[Mapping[bytes, int], int]], merges: int, min_frequency: int) -> int:
-    """The lowest of the fields' speculative floors (`speculative_floor` of their words' weighted counts), and at
-    least `min_frequency`."""
-    floors = [speculative_floor(np.fromiter((count * weight for word, count in counts.items() if len(word) > 1),
-                                            dtype=np.int64), merges)
-              for counts, weight in field_counts if weight]
-    return max(min(floors, default=0), min_frequency if min_frequency > 1 else 0)
+    return packed_store(data, lengths, packed), pooled
 
 
 def _length_in_tokens(counts: Mapping[bytes, int]) -> int:

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bpe.evaluation.token_counts import count_training_tokens
-from hf_bpe.train import parity
 from hf_bpe.train._reference import reference_parity_train
 from hf_bpe.train.parity import train_parity_from_counts
 
@@ -52,18 +51,6 @@ def test_parity_equals_the_reference(case: dict) -> None:
     sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
     expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
     assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, **case) == expected
-
-
-@settings(max_examples=100, deadline=None, derandomize=True)
-@given(parity_cases(), st.sampled_from([2, 3, 5, 8, 40, 1 << 20]))
-def test_any_speculative_floor_gives_the_same_merges(case: dict, floor: int) -> None:
-    """The store's floor is only a guess: pairs below it in every language are left out until a language's queue runs
-    dry, then counted at a lower floor. Any guess gives the reference's merges."""
-    sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
-    expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parity, "_speculative_floor", lambda *_: max(floor, case["min_frequency"]))
-        assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, **case) == expected
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

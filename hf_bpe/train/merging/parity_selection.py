@@ -33,7 +33,7 @@ from operator import or_
 
 import numpy as np
 
-from hf_bpe.train.merging.flat_corpus import INDEX_BLOCK, FlatCorpus
+from hf_bpe.train.merging.flat_corpus import INDEX_BLOCK, FlatCorpus, _chars
 from hf_bpe.train.merging.pair_runs import pair_shift
 from hf_bpe.train.merging.queues import QUEUES
 
@@ -76,44 +76,16 @@ class FieldView:
         return [(pair, count) for pair, packed in self.counts.items() if (count := (packed >> self.shift) & self.mask)]
 
 
-class PackedFloor:
-    """A speculative floor (`FlatCorpus.floor`) for packed counts: a count is at or above it when any field it watches
-    holds `value` or more. The store compares `count >= floor`; an int cannot compare with this, so Python asks
-    `floor <= count` (`__le__`). Each field's values stay below its top bit (`PackedFields`' width has one to spare),
-    so adding `top - value` to a field carries into that bit exactly when the field holds `value` or more, and never
-    into the next field.
-
-    >>> fields = PackedFields(8)
-    >>> floor = PackedFloor(fields, 5, [0, 1])
-    >>> fields.pack([4, 4]) >= floor, fields.pack([0, 5]) >= floor, fields.pack([4, 0, 99]) >= floor
-    (False, True, False)
-    """
-
-    def __init__(self, fields: PackedFields, value: int, watched: Sequence[int]) -> None:
-        top = 1 << (fields.width - 1)
-        self.value = min(value, top)
-        self.bias = sum((top - self.value) << (field * fields.width) for field in watched)
-        self.guards = sum(top << (field * fields.width) for field in watched)
-
-    def __le__(self, packed: int) -> bool:
-        return bool((packed + self.bias) & self.guards)
-
-    def __bool__(self) -> bool:
-        return self.value > 0
-
-
 class FieldQueue:
     """A queue of one field's pairs, best first; `pop` gives None once none is left or the best counts less than
     `min_frequency`."""
 
-    def __init__(self, view: FieldView, token_keys: list[str], min_frequency: int = 0, floor: int = 0) -> None:
+    def __init__(self, view: FieldView, token_keys: list[str], min_frequency: int = 0) -> None:
         self.view, self.min_frequency = view, min_frequency
-        self.queue = QUEUES["buckets"](dict(view.items()), token_keys, floor)
+        self.queue = QUEUES["buckets"](dict(view.items()), token_keys)
         self.queue.pair_counts = view  # filed from a plain dict (faster), looked up through the view from now on
 
     def pop(self) -> str | None:
-        """The best pair, or None when none is left at or above the store's floor, or the best counts less than
-        `min_frequency`."""
         pair = self.queue.pop()
         if pair is None or (self.min_frequency > 1 and self.view.get(pair) < self.min_frequency):
             return None
@@ -125,38 +97,25 @@ class FieldQueue:
         self.queue.add({pair: count for pair, packed in created.items() if (count := (packed >> shift) & mask)})
 
 
-def packed_store(data: bytes, lengths: np.ndarray, frequencies: np.ndarray, floor: PackedFloor) -> FlatCorpus:
+def packed_store(data: bytes, lengths: np.ndarray, frequencies: np.ndarray) -> FlatCorpus:
     """A `FlatCorpus` of the words (`data`, `lengths`) whose frequencies are the packed ints `frequencies` (an
-    object array), and pair counts packed alike, for the pairs at or above `floor` (`count_packed_pairs`)."""
+    object array), and pair counts packed alike: each pair's packed frequencies summed, by numpy over Python ints."""
     corpus = FlatCorpus(data, lengths, np.ones(len(lengths), dtype=np.int64))  # indexes every pair, no floor
-    corpus.frequencies = frequencies
-    corpus.frequency_array = frequencies.tolist()  # what `_merge_in_python` reads
-    corpus.floor = floor  # type: ignore[assignment]
-    corpus.pair_counts = count_packed_pairs(corpus)
-    return corpus
-
-
-def count_packed_pairs(corpus: FlatCorpus) -> dict[str, int]:
-    """Count every pair of `corpus` where it is now, keep those at or above its floor, and index them (replacing its
-    index): their packed counts, each the sum of the packed frequencies of the words at its positions (numpy over
-    Python ints)."""
-    frequencies = corpus.frequencies
-    corpus.frequencies = np.ones(len(frequencies), dtype=np.int64)  # the indexing's own counts are not needed
-    keys, _ = corpus._index_pairs()
-    corpus.frequencies = frequencies
     shift = pair_shift(len(corpus.token_chars) - 1)
     blocks = [corpus._pairs(start, shift) for start in range(0, len(corpus.symbols), INDEX_BLOCK)]
     codes = np.concatenate([codes for _, codes in blocks])
-    order = np.argsort(codes, kind="stable")  # pairs in the index's order: by code
+    order = np.argsort(codes, kind="stable")
+    codes = codes[order]
     words = corpus.word_of[np.concatenate([at for at, _ in blocks])[order]]
-    del blocks
-    starts = np.flatnonzero(np.diff(codes[order], prepend=-1))
+    del blocks, order
+    starts = np.flatnonzero(np.diff(codes, prepend=-1))
+    distinct = codes[starts]
+    keys = list(map(str.__add__, _chars(distinct >> shift), _chars(distinct & ((1 << shift) - 1))))
     sums = np.add.reduceat(frequencies[words], starts).tolist() if len(words) else []
-    floor, index = corpus.floor, corpus.index
-    kept = {key: count for key, count in zip(keys, sums) if count >= floor}
-    if len(kept) < len(index):
-        corpus.index = {key: index[key] for key in kept}
-    return kept
+    corpus.pair_counts = dict(zip(keys, sums))
+    corpus.frequencies = frequencies
+    corpus.frequency_array = frequencies.tolist()  # what `_merge_in_python` reads
+    return corpus
 
 
 class ParitySelection:
@@ -172,7 +131,7 @@ class ParitySelection:
     def __init__(self, corpus: FlatCorpus, fields: PackedFields, queues: Sequence[FieldQueue], tokens: list[int], *,
                  dev_fields: Sequence[int] | None = None, ratios: Sequence[float] | None = None,
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
-                 global_queue: FieldQueue | None = None, global_merges: int = 0, min_frequency: int = 0) -> None:
+                 global_queue: FieldQueue | None = None, global_merges: int = 0) -> None:
         self.corpus, self.fields, self.queues, self.tokens = corpus, fields, list(queues), list(tokens)
         self.dev_fields, self.ratios = dev_fields, ratios
         self.initial = self.tokens[:len(self.queues)]
@@ -181,57 +140,28 @@ class ParitySelection:
         self.window: deque[int] = deque()
         self.window_counts = [0] * len(self.queues)
         self.global_queue, self.global_merges = global_queue, global_merges
-        self.min_frequency = min_frequency
         self.merges_made = 0
         # With ratios, a language without training text is never chosen (its compression is 0/0).
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
                           else set())
         self.chosen: int | None = None
         # The fields whose lengths are kept (those that choose), and each language's field bits.
-        self.watched = list(range(len(self.queues) + (global_queue is not None)))  # the fields the floor watches
         self.length_shifts = [(field, field * fields.width) for field in
                               (dev_fields if dev_fields is not None else range(len(self.queues)))]
         self.field_masks = [fields.mask << (field * fields.width) for field in range(len(self.queues))]
 
     def pop(self) -> str | None:
         if self.merges_made < self.global_merges:
-            while self.global_queue is not None:
-                pair = self.global_queue.pop()
-                if pair is not None or not self._lower_floor():
-                    return pair
-            return None
+            return None if self.global_queue is None else self.global_queue.pop()
         while len(self.exhausted) < len(self.queues):
             if self.chosen is None:  # a new step: a pair passed over keeps the step's language
                 self.chosen = self._choose()
             pair = self.queues[self.chosen].pop()
             if pair is not None:
                 return pair
-            if self._lower_floor():
-                continue  # the language's pairs below the floor are counted now: the same step goes on
             self.exhausted.add(self.chosen)  # for good, and this step makes no merge
             self.chosen = None
         return None
-
-    def _lower_floor(self) -> bool:
-        """Lower the store's floor (to a quarter, or to 0 below 8, as `FlatCorpus.lower_floor`) when it is above
-        `min_frequency`: count and index afresh every pair at the new floor, and file those below the old one in the
-        queues. False when the floor cannot be lowered: the queue that ran dry holds every pair it can merge."""
-        corpus = self.corpus
-        floor = corpus.floor
-        if not floor or floor.value <= self.min_frequency:  # type: ignore[union-attr]
-            return False
-        value = floor.value // 4 if floor.value >= 8 else 0  # type: ignore[union-attr]
-        corpus.floor = PackedFloor(self.fields, max(value, self.min_frequency if self.min_frequency > 1 else 0),
-                                   self.watched)  # type: ignore[assignment]
-        pair_counts = corpus.pair_counts
-        counted = count_packed_pairs(corpus)
-        new_pairs = {pair: count for pair, count in counted.items() if pair not in pair_counts}
-        pair_counts.update(new_pairs)  # updated in place: the queues' views read it
-        for queue in [*self.queues, self.global_queue]:
-            if queue is not None:
-                queue.queue.floor = corpus.floor.value  # type: ignore[union-attr]
-                queue.add(new_pairs)
-        return True
 
     def merge(self, pair: str, new_token: str) -> None:
         self.merges_made += 1
