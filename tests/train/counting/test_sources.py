@@ -34,6 +34,7 @@ from hf_bpe.train.counting.sources import (
 from tests import FIXTURES
 from tests.pretokenize.test_gpt2 import ATOMS, SPECIAL_TOKEN_SETS, adversarial_text, characters
 from tests.pretokenize.test_patterns import CUSTOM, PRESETS, pattern_text
+from tests.train.merging.test_merge_loop import local_ray_cluster  # noqa: F401 (the module's Ray cluster fixture)
 
 EOT = "<|endoftext|>"
 PARALLEL = sorted((FIXTURES / "parallel").glob("*.txt"))
@@ -408,20 +409,7 @@ def test_the_rule_is_the_one_of_eval_corpora() -> None:
 # --- Ray --------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def local_ray_cluster():
-    ray = pytest.importorskip("ray")
-    from hf_bpe.cluster.session import project_runtime_env
-
-    with pytest.MonkeyPatch.context() as patch:  # as tests/train/merging/test_merge_loop.py starts it
-        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        patch.setenv("RAY_AUTH_MODE", "disabled")
-        ray.init(num_cpus=2, include_dashboard=False, runtime_env=project_runtime_env(), log_to_driver=False)
-        yield ray
-        ray.shutdown()
-
-
-def test_ray_engine_counts_each_source_as_the_reference(local_ray_cluster, tmp_path: Path) -> None:
+def test_ray_engine_counts_each_source_as_the_reference(local_ray_cluster, tmp_path: Path) -> None:  # noqa: F811
     from hf_bpe.train.counting.ray_counting import RayCountingEngine
 
     sources = {path.stem: [path, tmp_path / f"{path.stem}.twice.txt"] for path in PARALLEL}
