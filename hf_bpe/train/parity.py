@@ -29,7 +29,7 @@ from hf_bpe.train.merging.merge_loop import (
     token_order_keys,
     vocab_of_merges,
 )
-from hf_bpe.train.merging.parity_selection import FieldQueue, FieldView, PackedFields, ParitySelection, packed_store
+from hf_bpe.train.merging.parity_selection import FieldQueue, FieldView, PackedFields, ParitySelection
 
 
 def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], vocab_size: int,
@@ -62,16 +62,18 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         # sets.
         field_counts: list[tuple[Mapping[bytes, int], int]] = [(source_counts[name], weight)
                                                                 for name, weight in zip(names, multiplier)]
-        if global_merges:
-            field_counts.append((_pooled(source_counts, names, multiplier), 1))
         dev_fields = None
         if dev is not None:
-            dev_fields = list(range(len(field_counts), len(field_counts) + len(names)))
-            field_counts.extend((dev[name], 1) for name in names)
+            first_dev = len(names) + bool(global_merges)
+            dev_fields = list(range(first_dev, first_dev + len(names)))
         tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
+        if global_merges:
+            tokens.append(sum(tokens))  # the pooled field's
+        tokens += [_length_in_tokens(dev[name]) for name in names] if dev is not None else []
         fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
-        corpus, pooled_frequencies = _packed_corpus(field_counts, fields, len(names))
-        single_bytes = [(word[0], count * weight) for counts, weight in field_counts[:len(names)]
+        corpus, pooled_frequencies = _packed_corpus(
+            field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges))
+        single_bytes = [(word[0], count * weight) for counts, weight in field_counts
                         for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
         del field_counts
         if consume_counts:
@@ -94,46 +96,39 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         if verbose:
             report_training(distinct, 0.0, len(id_merges), time.perf_counter() - start)
         if token_counts is not None:
-            corpus.frequencies = pooled_frequencies  # the training fields' weighted counts added up, as int64
+            corpus.frequencies = pooled_frequencies  # the training fields' weighted counts added up
             corpus.add_token_counts(token_counts)
             for byte, count in single_bytes:
                 token_counts[byte] += count
     return vocab_of_merges(id_merges, specials)
 
 
-def _packed_corpus(field_counts: list[tuple[Mapping[bytes, int], int]], fields: PackedFields, languages: int
-                   ) -> tuple[FlatCorpus, np.ndarray]:
-    """One store of the distinct words of two bytes or more of every field, each word's frequency its counts (times
-    the field's weight) packed (`packed_store`); and each word's count in the first `languages` fields added up."""
+def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Mapping[bytes, int]],
+                   fields: PackedFields, pooled: bool) -> tuple[FlatCorpus, np.ndarray]:
+    """One store of the distinct words of two bytes or more, each word's frequency its counts packed: the languages'
+    `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts. Also each word's
+    training counts added up (Python ints), the frequencies of the final segmentation's token counts."""
+    field_counts = [*training, *((counts, 1) for counts in dev)]
     rows = {word: row for row, word in enumerate(dict.fromkeys(
         word for counts, weight in field_counts if weight for word in counts if len(word) > 1))}
     packed = np.zeros(len(rows), dtype=object)
-    pooled = np.zeros(len(rows), dtype=np.int64)
+    summed = np.zeros(len(rows), dtype=object)
     for field, (counts, weight) in enumerate(field_counts):
         if not weight:
             continue
         words = [word for word in counts if len(word) > 1]
         at = np.fromiter(map(rows.__getitem__, words), dtype=np.int64, count=len(words))
         weighted = np.array([counts[word] * weight for word in words], dtype=object)
-        packed[at] += weighted << (field * fields.width)
-        if field < languages:
-            pooled[at] += weighted.astype(np.int64)
+        if field < len(training):
+            summed[at] += weighted
+        shift = (field + (pooled and field >= len(training))) * fields.width  # the dev fields follow the pooled one
+        packed[at] += weighted << shift
+    if pooled:
+        packed += summed << (len(training) * fields.width)
     data, lengths, _ = words_of(dict.fromkeys(rows, 1))
-    return packed_store(data, lengths, packed), pooled
+    return FlatCorpus(data, lengths, packed), summed
 
 
 def _length_in_tokens(counts: Mapping[bytes, int]) -> int:
     """The words' length in tokens before any merge, single bytes included (exact: Python ints)."""
     return sum(map(mul, map(len, counts), counts.values()))
-
-
-def _pooled(source_counts: Mapping[str, Mapping[bytes, int]], names: list[str], multiplier: list[int]
-            ) -> dict[bytes, int]:
-    """Every language's counts times its weight, added up (the counts the global merges rank)."""
-    pooled: dict[bytes, int] = {}
-    get = pooled.get
-    for name, weight in zip(names, multiplier):
-        if weight:
-            for word, count in source_counts[name].items():
-                pooled[word] = get(word, 0) + count * weight
-    return pooled

@@ -126,7 +126,9 @@ class FlatCorpus:
         """`data`: the words end to end, as bytes (each byte its token id) or as an int32 array of token ids below
         `first_new_id`, the id the first merge makes (`merge_loop._Words`, the start state). `pair_runs`: the words'
         pairs already sorted and counted (their positions here, codes with `pair_shift(first_new_id - 1)`, totals
-        of `frequencies`), a block of ascending positions each, in order; used up (emptied)."""
+        of `frequencies`), a block of ascending positions each, in order; used up (emptied). `frequencies` are
+        int64, or Python ints in an object array (parity-aware training's packed per-language counts,
+        `parity_selection`): every count is then a Python int, summed exactly whatever its size."""
         size = len(data) + len(lengths) + 1
         separators = np.zeros(size, dtype=bool)
         separators[np.cumsum(lengths + 1)] = True
@@ -146,7 +148,8 @@ class FlatCorpus:
             self.next_positions[start:start + len(block)] = block + 1
             self.previous_positions[start:start + len(block)] = block - 1
         self.frequencies = frequencies
-        self.frequency_array = array("q", frequencies.tobytes())
+        self.frequency_array = (frequencies.tolist() if frequencies.dtype == object  # what `_merge_in_python` reads
+                                else array("q", frequencies.tobytes()))
         self.token_chars = list(map(chr, range(first_new_id)))  # chr(id) for every token so far
         self.floor = floor
         self.index: dict[str, np.ndarray | array | int] = {}
@@ -195,7 +198,7 @@ class FlatCorpus:
                 runs_of_blocks = [self._sorted_pairs(start, shift, True)[1:] for start in blocks]
             distinct = distinct_codes([codes for codes, _, _ in runs_of_blocks], 2 * shift)
         sizes = np.zeros(len(distinct), dtype=np.int64)
-        totals = np.zeros(len(distinct), dtype=np.int64)
+        totals = np.zeros(len(distinct), dtype=self.frequencies.dtype)
         for block, (codes, block_sizes, block_totals) in enumerate(runs_of_blocks):
             ids = codes if counts_later else distinct.searchsorted(codes)  # distinct in a block: plain additions
             sizes[ids] += block_sizes

@@ -9,8 +9,9 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
   field of `PackedFields.width` bits each (`PackedFields`): the languages' (weighted) training counts, then, with
   global merges, their weighted sum, then, with dev sets, the dev counts. Pair counts are sums of frequencies and
   never fall below zero in any field (they are exact), so adding and subtracting packed ints adds and subtracts
-  every field at once, with no carry between fields. So the store is the plain `FlatCorpus`, unchanged, whose
-  frequencies are these ints: a word found in many languages is merged once, and its pairs' counts updated once.
+  every field at once, with no carry between fields. So the store is the plain `FlatCorpus`, whose frequencies
+  are these ints (in an object array): a word found in many languages is merged once, and its pairs' counts
+  updated once.
 * **Queues.** Each language's `_BucketQueue` looks its pairs' counts up through a view of its field
   (`FieldView`); a merge's created pairs are handed to the queues of the languages in which they occur. The queues'
   invariant (a created pair never counts more than the bucket being drained) holds per field, whichever language
@@ -21,7 +22,7 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
   words at the listed positions that now hold the new token. No dev word is scanned again.
 
 The store has no speculative floor: every pair is counted, as a pair one language chose must be merged in all.
-Not handled: the `strings` store and the heap queue (the loop's plain alternatives); `token_counts`.
+Not handled: the `strings` store and the heap queue (the loop's plain alternatives).
 """
 
 from __future__ import annotations
@@ -33,31 +34,22 @@ from operator import or_
 
 import numpy as np
 
-from hf_bpe.train.merging.flat_corpus import INDEX_BLOCK, FlatCorpus, _chars
-from hf_bpe.train.merging.pair_runs import pair_shift
+from hf_bpe.train.merging.flat_corpus import FlatCorpus
 from hf_bpe.train.merging.queues import QUEUES
 
 
 class PackedFields:
-    """Counts of several fields packed in one Python int, `width` bits each, field 0 lowest.
+    """Counts of several fields packed in one Python int, `width` bits each, field 0 lowest (field j is
+    `(packed >> (j * width)) & mask`).
 
     >>> fields = PackedFields(8)
-    >>> packed = fields.pack([3, 0, 7])
-    >>> packed, fields.value(packed, 2), fields.values(packed - fields.pack([1, 0, 2]), 3)
-    (458755, 7, [2, 0, 5])
+    >>> packed = 3 | 7 << 16  # fields 3, 0, 7
+    >>> (packed - (1 | 2 << 16)) >> 16 & fields.mask  # subtracted field by field
+    5
     """
 
     def __init__(self, width: int) -> None:
         self.width, self.mask = width, (1 << width) - 1
-
-    def pack(self, values: Sequence[int]) -> int:
-        return sum(value << (index * self.width) for index, value in enumerate(values))
-
-    def value(self, packed: int, field: int) -> int:
-        return (packed >> (field * self.width)) & self.mask
-
-    def values(self, packed: int, count: int) -> list[int]:
-        return [(packed >> (field * self.width)) & self.mask for field in range(count)]
 
 
 class FieldView:
@@ -97,36 +89,14 @@ class FieldQueue:
         self.queue.add({pair: count for pair, packed in created.items() if (count := (packed >> shift) & mask)})
 
 
-def packed_store(data: bytes, lengths: np.ndarray, frequencies: np.ndarray) -> FlatCorpus:
-    """A `FlatCorpus` of the words (`data`, `lengths`) whose frequencies are the packed ints `frequencies` (an
-    object array), and pair counts packed alike: each pair's packed frequencies summed, by numpy over Python ints."""
-    corpus = FlatCorpus(data, lengths, np.ones(len(lengths), dtype=np.int64))  # indexes every pair, no floor
-    shift = pair_shift(len(corpus.token_chars) - 1)
-    blocks = [corpus._pairs(start, shift) for start in range(0, len(corpus.symbols), INDEX_BLOCK)]
-    codes = np.concatenate([codes for _, codes in blocks])
-    order = np.argsort(codes, kind="stable")
-    codes = codes[order]
-    words = corpus.word_of[np.concatenate([at for at, _ in blocks])[order]]
-    del blocks, order
-    starts = np.flatnonzero(np.diff(codes, prepend=-1))
-    distinct = codes[starts]
-    keys = list(map(str.__add__, _chars(distinct >> shift), _chars(distinct & ((1 << shift) - 1))))
-    sums = np.add.reduceat(frequencies[words], starts).tolist() if len(words) else []
-    corpus.pair_counts = dict(zip(keys, sums))
-    corpus.frequencies = frequencies
-    corpus.frequency_array = frequencies.tolist()  # what `_merge_in_python` reads
-    return corpus
-
-
 class ParitySelection:
     """The pairs of parity-aware training, for `run_merge_loop` (see the module docstring).
 
-    `corpus`: the store of every language's words (`packed_store`); `fields`: its packing, the languages' training
-    fields first (0 to n - 1); `queues`: each language's `FieldQueue`, in language order; `lengths`: the field of
-    each length that chooses (the dev sets' fields, or None for the training fields) and `tokens`, every field's
-    length in tokens before any merge, single bytes included; `ratios`: each language's target compression, or None;
-    `weights`: each language's integer weight (the training fields are weighted already: used for no choice);
-    `global_queue`: the queue of the pooled field for the first `global_merges`."""
+    `corpus`: the store of every language's words, its frequencies packed; `fields`: its packing, the languages'
+    training fields first (0 to n - 1); `queues`: each language's `FieldQueue`, in language order; `tokens`: every
+    field's length in tokens before any merge, single bytes included; `dev_fields`: the dev sets' fields, whose
+    lengths choose the language (None: the training fields' do); `ratios`: each language's target compression, or
+    None; `global_queue`: the queue of the pooled field for the first `global_merges`."""
 
     def __init__(self, corpus: FlatCorpus, fields: PackedFields, queues: Sequence[FieldQueue], tokens: list[int], *,
                  dev_fields: Sequence[int] | None = None, ratios: Sequence[float] | None = None,
