@@ -207,8 +207,11 @@ def progress_from_workers(progress: bool | None, **tqdm_options: Any) -> Iterato
 
             def follow() -> None:
                 while not stop.wait(0.2):
-                    with _bar_write_lock:
-                        bar.update(shared.value - bar.n)
+                    if _bar_write_lock.acquire(timeout=_LOCK_WAIT_SECONDS):
+                        try:
+                            bar.update(shared.value - bar.n)
+                        finally:
+                            _bar_write_lock.release()
 
             thread = None if bar.disable else threading.Thread(target=follow, name="hf_bpe progress", daemon=True)
             if thread is not None:
@@ -322,18 +325,31 @@ def release_free_memory() -> None:
             pass
 
 
+# The waits for the bar's lock are bounded. A Ctrl-C just as a fork returns raises KeyboardInterrupt inside the
+# after-fork hook, where Python drops it (the CLI raises it again later): the hook's release is then skipped, and an
+# unbounded wait would stop every later fork, and the progress thread, for good.
+_LOCK_WAIT_SECONDS = 2.0
+_fork_holds_lock = False  # whether the fork under way holds the bar's lock
+
+
 def _before_fork() -> None:
-    global _forking
-    _bar_write_lock.acquire()
+    global _forking, _fork_holds_lock
+    _fork_holds_lock = _bar_write_lock.acquire(timeout=_LOCK_WAIT_SECONDS)
     _forking = (os.getpid(), threading.current_thread() is threading.main_thread())
 
 
 def _after_fork_in_parent() -> None:
-    _bar_write_lock.release()
+    global _fork_holds_lock
+    if _fork_holds_lock:
+        _fork_holds_lock = False
+        _bar_write_lock.release()
 
 
 def _after_fork_in_child() -> None:
-    _bar_write_lock.release()
+    global _fork_holds_lock
+    if _fork_holds_lock:
+        _fork_holds_lock = False
+        _bar_write_lock.release()
     parent_pid, from_main_thread = _forking
     if _exit_with_parent_depth and from_main_thread:
         exit_with_parent(parent_pid)

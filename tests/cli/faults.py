@@ -20,20 +20,30 @@ EOT = "<|endoftext|>"
 
 def start(*arguments: str, env: dict[str, str] | None = None, **options: object) -> subprocess.Popen:
     """`python -m hf_bpe.cli ARGUMENTS` in a new session (its PID is the session id), stderr captured."""
-    environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1", **(env or {})}
     environment.pop("HF_BPE_DEBUG", None)
     return subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", *arguments], stderr=subprocess.PIPE, text=True,
                             env=environment, start_new_session=True, **options)  # type: ignore[call-overload]
 
 
 def finish(process: subprocess.Popen, timeout: float = 120) -> str:
-    """Wait for the process; its stderr. On a timeout its whole session is killed and the test fails."""
+    """Wait for the process; its stderr. On a timeout the test fails with the Python stack of every thread of every
+    process of the session (SIGABRT, which faulthandler reports: `start` enables it), and the session is killed."""
     try:
         return process.communicate(timeout=timeout)[1]
     except subprocess.TimeoutExpired:
+        for pid in session_processes(process.pid):
+            try:
+                os.kill(pid, signal.SIGABRT)
+            except ProcessLookupError:
+                pass
+        try:
+            stderr = process.communicate(timeout=10)[1]
+        except subprocess.TimeoutExpired:
+            stderr = "(no stack: the process did not end on SIGABRT)"
         kill_session(process.pid)
         process.communicate()
-        raise
+        raise AssertionError(f"the run hung for {timeout} s; its stacks on SIGABRT:\n{stderr}") from None
 
 
 def kill_session(session: int) -> None:

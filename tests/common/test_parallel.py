@@ -197,3 +197,24 @@ def test_ctrl_c_stops_the_workers_with_one_interrupt_in_the_parent_only(tmp_path
         raise
     assert child.returncode == 130 and stdout == "interrupted\n"
     assert "KeyboardInterrupt" not in stderr and "Traceback" not in stderr, stderr
+
+
+def test_a_fork_hook_interrupted_before_its_release_does_not_stop_later_forks() -> None:
+    """Ctrl-C just as a fork returns raises KeyboardInterrupt inside the after-fork hook, where Python drops it: the
+    hook's release of the bar's lock is skipped. Later forks, and the progress thread, must still go on."""
+    script = textwrap.dedent("""
+        import multiprocessing, os
+        from hf_bpe.common import parallel
+
+        parallel._bar_write_lock.acquire()  # what a fork whose after-fork hook was interrupted leaves
+        with parallel.progress_from_workers(True, total=2) as done:
+            for _ in range(2):
+                process = multiprocessing.get_context("fork").Process(target=os.getpid)
+                process.start()
+                process.join()
+                done.add(1)
+        print("forked", process.exitcode)
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.stdout.strip() == "forked 0", run.stderr
