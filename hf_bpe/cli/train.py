@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import sys
 import time
 from collections import Counter
@@ -172,14 +173,26 @@ def run_train(args: argparse.Namespace) -> int:
                    "max_token_length": args.max_token_length}
         if stage_two is not None:  # SuperBPE: stage 1 (trained up to the transition, or BASE's), then stage 2
 
-            def count_pass(stage_two_pass: Any) -> Any:  # the passes of stage 2, timed as counting
-                nonlocal counting_seconds, distinct, corpus_info
+            def count_pass(stage_two_pass: Any) -> Any:  # the passes of stage 2 over the corpus
+                nonlocal corpus_info
                 pass_start = time.perf_counter()
                 counted, corpus_info = count_training_corpus(args, inputs, source, special_tokens, progress,
                                                              pattern=stage_two[1], convert=stage_two_pass)
-                counting_seconds += time.perf_counter() - pass_start
-                distinct = len(getattr(counted, "parts", counted))  # the distinct parts of documents merged
+                note_pass(time.perf_counter() - pass_start, counted)
                 return counted
+
+            def note_pass(seconds: float, counted: Any) -> None:  # each stage-2 pass, timed as counting
+                nonlocal counting_seconds, distinct
+                counting_seconds += seconds
+                distinct = len(getattr(counted, "parts", counted))  # the distinct parts of documents merged
+
+            # Local workers may keep their segmentation between passes, in the run directory: removed on every exit.
+            keep_in = None
+            if args.engine != "ray":
+                keep_in = staging.parent / "stage2-segmentation"
+                keep_in.mkdir()
+            stage_two_options = {"num_workers": args.workers, "verbose": args.verbose, "on_kept_pass": note_pass,
+                                 "keep_segmentation_in": None if keep_in is None else str(keep_in), **options}
 
             if on_base is None:
                 token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
@@ -188,13 +201,14 @@ def run_train(args: argparse.Namespace) -> int:
                 stage_one_counted = distinct
                 del counts
                 vocab, merges = train_superwords(stage_one, count_pass, args.vocab_size, special_tokens,
-                                                 token_counts=token_counts, num_workers=args.workers,
-                                                 verbose=args.verbose, **options)
+                                                 token_counts=token_counts, **stage_two_options)
             else:  # laid out by `superword_extend`: every BASE id kept when all its tokens are
                 stage_one, stage_one_counted = on_base.stage_one, None
                 token_counts = np.zeros(on_base.num_ids(args.vocab_size), dtype=COUNT_DTYPE)
                 vocab, merges = on_base.train(count_pass, args.vocab_size, token_counts=token_counts,
-                                              num_workers=args.workers, verbose=args.verbose, **options)
+                                              **stage_two_options)
+            if keep_in is not None:
+                shutil.rmtree(keep_in)  # its disk free again before the writing
         elif base is None:
             token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
             if plan is not None and plan.parity is not None:

@@ -10,8 +10,10 @@ tokens.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,7 @@ from hf_bpe.train.checks import (
     report_training,
 )
 from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
+from hf_bpe.train.counting.local_engine import LocalCountingEngine
 from hf_bpe.train.counting.sources import check_source_files, count_sources_in_files, source_paths
 from hf_bpe.train.counting.weights import pooled_counts, source_weights
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge, _Words, vocab_of_merges
@@ -120,7 +123,7 @@ def train_bpe(input_path: PathArg | Sequence[PathArg] | Sources, vocab_size: int
                                         engine=engine_used, pattern=regex, convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length, num_workers)
+                          max_token_length, num_workers, local=isinstance(engine_used, LocalCountingEngine))
 
 
 def _train_sources(sources: Sources, vocab_size: int, specials: list[str], counting: dict[str, Any],
@@ -196,16 +199,17 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
                                            convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length, num_workers)
+                          max_token_length, num_workers, local=True)
 
 
 def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], regex: str,
                    stage_two: tuple[int, str] | None, vocab_size: int, specials: list[str], progress: bool | None,
-                   verbose: bool, min_frequency: int, max_token_length: int | None, num_workers: int | None
-                   ) -> tuple[Vocab, Merges]:
+                   verbose: bool, min_frequency: int, max_token_length: int | None, num_workers: int | None, *,
+                   local: bool) -> tuple[Vocab, Merges]:
     """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
     go on in counting passes with the stage-2 pattern (`hf_bpe.train.starts.superword_passes`): `count(regex, convert)`
-    counts the corpus, each task's counts converted where they are counted (in the workers)."""
+    counts the corpus, each task's counts converted where they are counted (in the workers; with `local` ones, they
+    may keep their segmentation between passes in a temporary directory, removed at the end)."""
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
     words = _Words.of_counts(count(regex, None))
@@ -221,8 +225,9 @@ def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], 
     def count_pass(stage_two_pass: StageTwoPass) -> Any:
         return count(superword_regex, stage_two_pass)
 
-    return train_superwords(stage_one, count_pass, vocab_size, specials, progress=progress, verbose=verbose,
-                            num_workers=num_workers, **options)
+    with tempfile.TemporaryDirectory(prefix="hf_bpe-stage2-") if local else nullcontext() as keep_in:
+        return train_superwords(stage_one, count_pass, vocab_size, specials, progress=progress, verbose=verbose,
+                                num_workers=num_workers, keep_segmentation_in=keep_in, **options)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,

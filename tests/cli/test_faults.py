@@ -320,7 +320,8 @@ def test_the_progress_bar_counts_documents(tokenizer_dir, few_documents, tmp_pat
 
 def superword_run_in_pass(out: Path, passes: int) -> subprocess.Popen:
     """`hf-bpe train --superword-from` of the large corpus with 2 workers, once the workers of the `passes`-th
-    stage-2 pass (1: the sample, 2: the parts) have started: each counting pass forks workers anew."""
+    stage-2 pass have started (1: the sample; 2: every pair, its segmentation kept in files; 3: the parts, from the
+    files): each pass forks workers anew."""
     run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2", "--vocab-size", "2400", "--superword-from",
                                  "2000"))
     seen: set[int] = set()
@@ -332,7 +333,7 @@ def superword_run_in_pass(out: Path, passes: int) -> subprocess.Popen:
 
 
 @needs_corpora
-@pytest.mark.parametrize("passes", [1, 2], ids=["the sample", "the parts"])
+@pytest.mark.parametrize("passes", [1, 2, 3], ids=["the sample", "every pair", "the kept parts"])
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
 def test_superbpe_interrupted_in_a_stage_two_pass_leaves_nothing(passes, how, tmp_path):
     out = tmp_path / "tok"

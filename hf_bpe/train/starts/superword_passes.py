@@ -17,7 +17,8 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample counts at that guess less
    four standard deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass.
    When the sample is too small for that (a guess below `MIN_SAMPLED_GUESS` in its counts), every pair is counted
-   in a pass of its own instead.
+   in a pass of its own instead; given a directory (`keep_segmentation_in`), that pass keeps what it segmented
+   there, and the next passes read it instead of the corpus (`segmentation_files`).
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
    (the lemma of `cut_at_rare_pairs`); the parts the sample kept whole where their pair counts less than the cut
@@ -50,6 +51,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,8 +66,20 @@ from hf_bpe.train.checks import report_training
 from hf_bpe.train.counting.count import find_chunk_boundaries
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge
 from hf_bpe.train.starts.base_words import continue_from_base
+from hf_bpe.train.starts.segmentation_files import (
+    count_segmentation_files,
+    room_for,
+    save_segmentation,
+    segmentation_files,
+)
 from hf_bpe.train.starts.superword import StageOneTokenizer, ordinary_vocab, stage_one_tokenizer
-from hf_bpe.train.starts.superword_words import PairCounts, guess_last_count, segment_dtype, segmented_words
+from hf_bpe.train.starts.superword_words import (
+    PairCounts,
+    arrays_words,
+    guess_last_count,
+    segment_dtype,
+    segmented_arrays,
+)
 from hf_bpe.train.starts.tallies import PairTally, PartTally
 
 # The first pass counts the pairs of about one byte of the stage-2 pre-tokens in this many: windows of SAMPLE_WINDOW
@@ -111,13 +125,14 @@ class StageTwoPass:
     """The counting workers' conversion of one task's stage-2 pre-token counts (`count_pretokens_in_files(...,
     convert=)`) into `StageTwoCounts`: the pairs of their stage-1 tokens, and with `cut`, their parts cut between
     two tokens wherever the pair's code is not in `kept` (ascending codes; None: cut nowhere, the pre-tokens whole).
-    With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`). Picklable, for Ray."""
+    With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`). With `keep_in`, a directory, each
+    conversion's segmentation is also written there (`segmentation_files`). Picklable, for Ray."""
 
-    def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None, sample: int = 1
-                 ) -> None:
+    def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None, sample: int = 1,
+                 keep_in: str | None = None) -> None:
         self.tokenizer = tokenizer if isinstance(tokenizer, StageOneTokenizer) else StageOneTokenizer(
             tokenizer.vocab, tokenizer.merges)
-        self.cut, self.kept, self.sample = cut, kept, sample
+        self.cut, self.kept, self.sample, self.keep_in = cut, kept, sample, keep_in
         self._seen = self._bytes_seen = 0  # occurrences and bytes sampled over so far (`sampled`)
         self.num_ids = max(self.tokenizer.vocab) + 1
         self.dtype = segment_dtype(self.num_ids)
@@ -156,9 +171,16 @@ class StageTwoPass:
                              f"merges the text between two numbers whole, and takes at most "
                              f"{2 * MAX_STRETCH_BYTES:,} bytes of it; cut the documents with a special token")
         segmented = self.tokenizer.segment_counts(self.sampled(counts) if self.sample > 1 else counts)
-        single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
-        words = segmented_words(segmented, self.dtype, [None] * self.num_ids, single)
+        arrays = segmented_arrays(segmented, self.dtype)
         del segmented
+        if self.keep_in is not None:  # for the next passes (`segmentation_files`)
+            save_segmentation(self.keep_in, arrays)
+        return self.count_segmented(*arrays)
+
+    def count_segmented(self, data: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> StageTwoCounts:
+        """What this pass counts of segmented pre-tokens (`segmented_arrays`), whether segmented now or kept."""
+        single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
+        words = arrays_words(data, lengths, counts, [None] * self.num_ids, single)
         pairs = PairCounts(words)
         parts = PartTally(self.dtype) if single is None else PartTally.of_words(words, pairs, self.kept, single)
         return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals, distinct=True))
@@ -172,12 +194,26 @@ CountPass = Callable[[StageTwoPass], StageTwoCounts]
 def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, vocab_size: int,
                      special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
                      counting_seconds: float = 0.0, token_counts: np.ndarray | None = None, min_frequency: int = 0,
-                     max_token_length: int | None = None, num_workers: int | None = None) -> tuple[Vocab, Merges]:
+                     max_token_length: int | None = None, num_workers: int | None = None,
+                     keep_segmentation_in: str | None = None,
+                     on_kept_pass: Callable[[float, StageTwoCounts], Any] | None = None) -> tuple[Vocab, Merges]:
     """SuperBPE's stage 2 from stage 1's vocab and merges (special tokens last, as training returns them), up to
     `vocab_size` tokens with the special tokens, which take the last ids again; the corpus is read through
     `count_pass` (see the module docstring). `token_counts` (uint64, `vocab_size` entries) receives how often each id
-    occurs in the final segmentation of the corpus's stage-2 pre-tokens."""
+    occurs in the final segmentation of the corpus's stage-2 pre-tokens. `keep_segmentation_in`, a directory the
+    counting workers can write to (local ones), lets the pass that counts every pair keep what it segmented there for
+    the next passes (`segmentation_files`); the caller removes it. `on_kept_pass(seconds, counted)` is told of each
+    pass over the kept segmentation, as `count_pass`'s caller knows of the others."""
+    kept_files: list[Path] = []  # the segmentation kept, once a pass has kept it
+
     def count(stage_two_pass: StageTwoPass) -> StageTwoCounts:
+        if stage_two_pass.cut and kept_files:
+            pass_start = time.perf_counter()
+            total = StageTwoCounts()
+            count_segmentation_files(kept_files, stage_two_pass.count_segmented, total.update, num_workers)
+            if on_kept_pass is not None:
+                on_kept_pass(time.perf_counter() - pass_start, total)
+            return total
         counted = count_pass(stage_two_pass)
         return counted if isinstance(counted, StageTwoCounts) else StageTwoCounts()  # no text: an empty Counter
 
@@ -192,7 +228,13 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         if guess >= MIN_SAMPLED_GUESS:  # a pair counting the guess is sampled less than 4 sigma below it rarely
             kept = sampled.frequent(max(guess - 4 * math.isqrt(guess), 1))
         else:  # too few occurrences sampled to tell the pairs that matter: all of them counted
-            sampled = count(StageTwoPass(tokenizer, cut=False)).pairs
+            every_pair = StageTwoPass(tokenizer, cut=False)
+            if keep_segmentation_in is not None and room_for(keep_segmentation_in, SAMPLE_EVERY * int(
+                    sampled.totals.sum()), every_pair.dtype.itemsize):
+                every_pair.keep_in = keep_segmentation_in
+            sampled = count(every_pair).pairs
+            if every_pair.keep_in is not None:
+                kept_files[:] = segmentation_files(every_pair.keep_in)
             kept = sampled.frequent(max(guess_last_count(sampled.totals, num_merges), 1))
         del sampled
     counted = count(StageTwoPass(tokenizer, cut=True, kept=kept))

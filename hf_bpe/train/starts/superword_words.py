@@ -42,15 +42,27 @@ def segmented_words(segmented: Mapping[bytes, int], dtype: np.dtype, token_bytes
     >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
     ([5, 6], [2], [2], 8)
     """
-    size = dtype.itemsize
-    lengths = np.fromiter(map(len, segmented), dtype=np.int64, count=len(segmented)) // size
-    frequencies = np.fromiter(segmented.values(), dtype=np.int64, count=len(segmented))
+    return arrays_words(*segmented_arrays(segmented, dtype), token_bytes, token_counts)
+
+
+def segmented_arrays(segmented: Mapping[bytes, int], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`segmented` ({stage-1 ids packed in `dtype`: count}) as arrays: every pre-token's ids end to end, their
+    lengths in ids and their counts (int64), what `arrays_words` takes (and `segmentation_files` keeps)."""
+    lengths = np.fromiter(map(len, segmented), dtype=np.int64, count=len(segmented)) // dtype.itemsize
+    counts = np.fromiter(segmented.values(), dtype=np.int64, count=len(segmented))
+    return np.frombuffer(b"".join(segmented), dtype=dtype), lengths, counts
+
+
+def arrays_words(data: np.ndarray, lengths: np.ndarray, counts: np.ndarray, token_bytes: list[bytes | None],
+                 token_counts: np.ndarray | None = None) -> _Words:
+    """`segmented_words` from `segmented_arrays`' arrays."""
     several = lengths > 1
     if token_counts is not None:
-        single = b"".join(key for key in segmented if len(key) == size)
-        np.add.at(token_counts, np.frombuffer(single, dtype=dtype), frequencies[lengths == 1].astype(np.uint64))
-    data = np.frombuffer(b"".join(key for key in segmented if len(key) > size), dtype=dtype)
-    return _Words(data, lengths[several], frequencies[several], len(segmented), token_bytes)
+        single = lengths == 1
+        np.add.at(token_counts, data[np.cumsum(lengths)[single] - 1], counts[single].astype(np.uint64))
+    if np.count_nonzero(several) < len(several):
+        data = data[np.repeat(several, lengths)]
+    return _Words(data, lengths[several], counts[several], len(lengths), token_bytes)
 
 
 class PairCounts:
@@ -244,4 +256,4 @@ def key_bytes(keys: np.ndarray, num_bytes: int) -> np.ndarray:
 
 
 __all__ = ["PAIR_BLOCK", "PairCounts", "byte_order_keys", "cut_at_rare_pairs", "guess_last_count", "key_bytes",
-           "segment_dtype", "segmented_words"]
+           "segment_dtype", "segmented_words", "segmented_arrays", "arrays_words"]

@@ -7,6 +7,7 @@ training, and the errors."""
 from __future__ import annotations
 
 import re
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -69,13 +70,14 @@ def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer,
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=superword_corpus, merges=st.integers(1, 60), guess=st.integers(2, 12), every=st.integers(1, 3))
+@given(texts=superword_corpus, merges=st.integers(1, 60), guess=st.integers(2, 12), every=st.integers(1, 3),
+       workers=st.sampled_from([1, 2]))
 @example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way"] * 5, merges=30, guess=3,
-         every=1)
+         every=1, workers=2)
 @example(texts=["the cat sat on the mat. the cat sat on 1234567 mats\n\nby the way", "a rare line",
-                "the cat sat on the mat"] * 5, merges=4, guess=6, every=2)  # the cut parts give every merge
+                "the cat sat on the mat"] * 5, merges=4, guess=6, every=2, workers=1)  # the cut parts give every merge
 def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], merges: int, guess: int, every: int,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                                             workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Too high a guess stops merging short: the parts are counted again at lower cuts and merging goes on from the
     # merges made. A sample that misses pairs raises the cut above them. A guess of 0 cuts nothing: the documents
     # merged whole. The merges and the final segmentation are the same every way.
@@ -88,17 +90,24 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
             total = add_counts(total, stage_two_pass(counts))  # type: ignore[arg-type]
         return total
 
-    results = []
-    for cut, sample in ((0, 1), (guess, every)):
+    results, kept_passes = [], []
+    # The last way counts every pair in a pass of its own, which keeps its segmentation in files for the parts pass
+    # and the passes at lower cuts (`segmentation_files`), read in this process or in a pool of 2.
+    for cut, sample, keep_in_workers in ((0, 1, None), (guess, every, None), (guess, 1, workers)):
         monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, cut=cut: cut)
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
-        monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 16 if cut == 0 else 0)  # or the sample is used
+        # 16: every pair counted in a pass of its own; 0: the sample is used.
+        monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 16 if cut == 0 or keep_in_workers else 0)
         monkeypatch.setattr(superword_passes, "SAMPLE_WINDOW", 8)  # windows of the longer texts
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
-        trained = superword_passes.train_superwords(stage_one, count_pass, 270 + merges, [ENDOFTEXT],
-                                                    token_counts=token_counts, num_workers=1)
+        with tempfile.TemporaryDirectory() as directory:
+            trained = superword_passes.train_superwords(
+                stage_one, count_pass, 270 + merges, [ENDOFTEXT], token_counts=token_counts,
+                num_workers=keep_in_workers or 1, keep_segmentation_in=directory if keep_in_workers else None,
+                on_kept_pass=lambda seconds, counted: kept_passes.append(counted))
         results.append((trained, token_counts.tolist()))
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
+    assert kept_passes  # the last way read the files
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
