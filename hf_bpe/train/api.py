@@ -28,7 +28,6 @@ from hf_bpe.train.checks import (
     report_training,
 )
 from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
-from hf_bpe.train.counting.local_engine import LocalCountingEngine
 from hf_bpe.train.counting.sources import check_source_files, count_sources_in_files, source_paths
 from hf_bpe.train.counting.weights import pooled_counts, source_weights
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge, _Words, vocab_of_merges
@@ -123,7 +122,7 @@ def train_bpe(input_path: PathArg | Sequence[PathArg] | Sources, vocab_size: int
                                         engine=engine_used, pattern=regex, convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length, num_workers, local=isinstance(engine_used, LocalCountingEngine))
+                          max_token_length, num_workers, local=engine_used is None)
 
 
 def _train_sources(sources: Sources, vocab_size: int, specials: list[str], counting: dict[str, Any],

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_bpe import train_bpe_from_iterator
+from hf_bpe import train_bpe, train_bpe_from_iterator
 from hf_bpe.common.errors import InputError
 from hf_bpe.train.starts import superword_passes
 from hf_bpe.train.starts.segmentation_files import (
@@ -58,7 +58,7 @@ def test_the_files_are_used_only_with_room_for_them_twice(tmp_path: Path) -> Non
 
 
 def test_the_python_api_keeps_the_segmentation_in_a_temporary_directory_it_removes(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     used: list[str] = []
     original = superword_passes.StageTwoPass.__call__
 
@@ -72,6 +72,11 @@ def test_the_python_api_keeps_the_segmentation_in_a_temporary_directory_it_remov
     texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)
     kept = train_bpe_from_iterator(texts, 600, [ENDOFTEXT], num_workers=2, superword_from=450)
     assert used and Path(used[0]).parent == Path(tempfile.gettempdir()) and not Path(used[0]).exists()
+    path = tmp_path / "corpus.txt"
+    path.write_text(ENDOFTEXT.join(texts), encoding="utf-8")
+    used.clear()
+    assert train_bpe(path, 600, [ENDOFTEXT], num_workers=1, superword_from=450, progress=False) == kept
+    assert used and not Path(used[0]).exists()
     monkeypatch.setattr(superword_passes, "room_for", lambda *arguments: False)  # no room: segmented again
     used.clear()
     assert train_bpe_from_iterator(texts, 600, [ENDOFTEXT], num_workers=2, superword_from=450) == kept
