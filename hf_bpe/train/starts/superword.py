@@ -49,9 +49,10 @@ PIECE_BATCH = 1 << 13
 # Stage-2 pre-tokens are split into pieces about this many bytes of them at a time (each piece a bytes object until it
 # is merged: a few MB of them in each counting worker).
 SPLIT_BYTES = 1 << 18
-# A stage-1 tokenizer keeps the ids of at most this many pieces (tens of MB in each counting worker, as many as the
-# piece table of plain counting holds: a piece merged again in every chunk it is new to costs most of the time).
-PIECE_CACHE = 1 << 19
+# A stage-1 tokenizer keeps the ids of at most this many pieces (about 150 bytes each, in each counting worker). A
+# piece merged again in every chunk it is new to costs time; a quarter of plain counting's piece table holds the
+# pieces that recur, and the workers' peak memory falls by a third (docs/benchmarks.md).
+PIECE_CACHE = 1 << 17
 
 
 def check_superword_options(superword_from: int | None, superword_pattern: str | None, vocab_size: int,
