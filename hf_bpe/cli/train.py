@@ -111,6 +111,7 @@ def run_train(args: argparse.Namespace) -> int:
     from hf_bpe._version import __version__
     from hf_bpe.cli.options import check_engine_arguments
     from hf_bpe.cli.train_sources import named_inputs, plan_sources
+    from hf_bpe.common.files import local_bytes
     from hf_bpe.common.outputs import staging_directory
     from hf_bpe.common.parallel import default_num_workers
     from hf_bpe.encode.tokenizer import Tokenizer
@@ -192,7 +193,8 @@ def run_train(args: argparse.Namespace) -> int:
                 keep_in = staging.parent / "stage2-segmentation"
                 keep_in.mkdir()
             stage_two_options = {"num_workers": args.workers, "verbose": args.verbose, "on_kept_pass": note_pass,
-                                 "keep_segmentation_in": None if keep_in is None else str(keep_in), **options}
+                                 "keep_segmentation_in": None if keep_in is None else str(keep_in),
+                                 "corpus_bytes": None if source else local_bytes(inputs), **options}
 
             if on_base is None:
                 token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)
@@ -436,18 +438,6 @@ def minimum_output_bytes(vocab_size: int, num_special_tokens: int = 0, corpus_by
     """
     tokens = vocab_size if corpus_bytes is None else min(vocab_size, 256 + num_special_tokens + corpus_bytes)
     return 32 * tokens + 16_384
-
-
-def local_bytes(inputs: list[str | Path]) -> int | None:
-    """The total size of the INPUT files, or None when one is a URL or cannot be read (counting will say why)."""
-    from hf_bpe.common.files import is_url
-
-    if any(map(is_url, inputs)):
-        return None
-    try:
-        return sum(map(os.path.getsize, inputs))
-    except OSError:
-        return None
 
 
 def describe_hardware() -> str:

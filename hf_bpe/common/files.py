@@ -39,6 +39,20 @@ def is_url(path: PathArg) -> bool:
     return isinstance(path, str) and "://" in path
 
 
+def local_bytes(paths: Sequence[PathArg]) -> int | None:
+    """The total size of the files, or None when one is a URL or cannot be read (counting will say why).
+
+    >>> local_bytes([]), local_bytes(["https://example.com/a.txt"])
+    (0, None)
+    """
+    if any(map(is_url, paths)):
+        return None
+    try:
+        return sum(map(os.path.getsize, paths))
+    except OSError:
+        return None
+
+
 def open_binary(path: PathArg) -> BinaryIO:
     """Open a local file, or an fsspec URL, for reading bytes (seekable)."""
     if not is_url(path):

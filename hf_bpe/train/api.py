@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hf_bpe.common.files import PathArg
+from hf_bpe.common.files import PathArg, local_bytes
 from hf_bpe.common.parallel import release_free_memory
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.train.checks import (
@@ -122,7 +122,7 @@ def train_bpe(input_path: PathArg | Sequence[PathArg] | Sources, vocab_size: int
                                         engine=engine_used, pattern=regex, convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length, num_workers, local=engine_used is None)
+                          max_token_length, num_workers, local=engine_used is None, corpus_bytes=local_bytes(paths))
 
 
 def _train_sources(sources: Sources, vocab_size: int, specials: list[str], counting: dict[str, Any],
@@ -204,11 +204,12 @@ def train_bpe_from_iterator(texts: Iterable[str], vocab_size: int, special_token
 def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], regex: str,
                    stage_two: tuple[int, str] | None, vocab_size: int, specials: list[str], progress: bool | None,
                    verbose: bool, min_frequency: int, max_token_length: int | None, num_workers: int | None, *,
-                   local: bool) -> tuple[Vocab, Merges]:
+                   local: bool, corpus_bytes: int | None = None) -> tuple[Vocab, Merges]:
     """Count with `regex` and train; with `stage_two` (SuperBPE's transition and pattern), up to the transition, then
     go on in counting passes with the stage-2 pattern (`hf_bpe.train.starts.superword_passes`): `count(regex, convert)`
     counts the corpus, each task's counts converted where they are counted (in the workers; with `local` ones, they
-    may keep their segmentation between passes in a temporary directory, removed at the end)."""
+    may keep their segmentation between passes in a temporary directory, removed at the end; a corpus of
+    `corpus_bytes`, when known, may skip stage 2's sample)."""
     start = time.perf_counter()
     # The counts are never bound to a name here: they are freed as soon as the words are made from them.
     words = _Words.of_counts(count(regex, None))
@@ -226,7 +227,8 @@ def _train_counted(count: Callable[[str, Convert | None], Mapping[bytes, int]], 
 
     with tempfile.TemporaryDirectory(prefix="hf_bpe-stage2-") if local else nullcontext() as keep_in:
         return train_superwords(stage_one, count_pass, vocab_size, specials, progress=progress, verbose=verbose,
-                                num_workers=num_workers, keep_segmentation_in=keep_in, **options)
+                                num_workers=num_workers, keep_segmentation_in=keep_in, corpus_bytes=corpus_bytes,
+                                **options)
 
 
 def train_bpe_from_counts(counts: Mapping[bytes, int], vocab_size: int, special_tokens: Sequence[str] | None = None,

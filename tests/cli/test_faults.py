@@ -65,7 +65,7 @@ def few_documents(tmp_path_factory: pytest.TempPathFactory) -> Path:
 DOCUMENTS = 4_000
 
 
-def train_arguments(corpus: Path, out: Path, *extra: str) -> list[str]:
+def train_arguments(corpus: Path | str, out: Path, *extra: str) -> list[str]:
     return ["train", str(corpus), "--vocab-size", "300", "--out", str(out), "--no-progress", *extra]
 
 
@@ -318,12 +318,17 @@ def test_the_progress_bar_counts_documents(tokenizer_dir, few_documents, tmp_pat
 # ------------------------------------------------------------------- 7: SuperBPE's stage-2 passes, interrupted
 
 
-def superword_run_in_pass(out: Path, passes: int) -> subprocess.Popen:
+# Each stage-2 pass of `hf-bpe train --superword-from` on the large corpus, as (the corpus given, which pass): given
+# as a path, a small corpus's size is known and its first pass counts every pair, its segmentation kept in files, and
+# the second counts the parts from the files; given as a file:// URL, its size is not known and a sample comes first.
+STAGE_TWO_PASSES = {"every pair": ("path", 1), "the kept parts": ("path", 2), "the sample": ("url", 1)}
+
+
+def superword_run_in_pass(out: Path, given: str, passes: int) -> subprocess.Popen:
     """`hf-bpe train --superword-from` of the large corpus with 2 workers, once the workers of the `passes`-th
-    stage-2 pass have started (1: the sample; 2: every pair, its segmentation kept in files; 3: the parts, from the
-    files): each pass forks workers anew."""
-    run = start(*train_arguments(LARGE_CORPUS, out, "--workers", "2", "--vocab-size", "2400", "--superword-from",
-                                 "2000"))
+    stage-2 pass have started (`STAGE_TWO_PASSES`): each pass forks workers anew."""
+    corpus = str(LARGE_CORPUS) if given == "path" else LARGE_CORPUS.resolve().as_uri()
+    run = start(*train_arguments(corpus, out, "--workers", "2", "--vocab-size", "2400", "--superword-from", "2000"))
     seen: set[int] = set()
     for _ in range(passes + 1):  # stage 1's counting, then each stage-2 pass
         wait_for(lambda known=frozenset(seen): len(set(children_of(run.pid)) - known) >= 2, 120,
@@ -333,11 +338,11 @@ def superword_run_in_pass(out: Path, passes: int) -> subprocess.Popen:
 
 
 @needs_corpora
-@pytest.mark.parametrize("passes", [1, 2, 3], ids=["the sample", "every pair", "the kept parts"])
+@pytest.mark.parametrize("stage_two_pass", list(STAGE_TWO_PASSES))
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
-def test_superbpe_interrupted_in_a_stage_two_pass_leaves_nothing(passes, how, tmp_path):
+def test_superbpe_interrupted_in_a_stage_two_pass_leaves_nothing(stage_two_pass, how, tmp_path):
     out = tmp_path / "tok"
-    run = superword_run_in_pass(out, passes)
+    run = superword_run_in_pass(out, *STAGE_TWO_PASSES[stage_two_pass])
     run.send_signal(getattr(signal, how))
     if how == "SIGKILL":
         run.wait()

@@ -18,7 +18,8 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    four standard deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass.
    When the sample is too small for that (a guess below `MIN_SAMPLED_GUESS` in its counts), every pair is counted
    in a pass of its own instead; given a directory (`keep_segmentation_in`), that pass keeps what it segmented
-   there, and the next passes read it instead of the corpus (`segmentation_files`).
+   there, and the next passes read it instead of the corpus (`segmentation_files`). A corpus known to be at most
+   `KEEP_FIRST_BYTES` has no sample: the pass counting every pair, its segmentation kept, comes first.
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
    (the lemma of `cut_at_rare_pairs`); the parts the sample kept whole where their pair counts less than the cut
@@ -90,6 +91,10 @@ SAMPLE_WINDOW = 1 << 8
 # A guess from the sample below this (in the sample's counts) leaves pairs at the cut too few occurrences to be told
 # apart from rare ones: the pairs are then counted in full, in a pass of their own (a corpus of a few hundred MB).
 MIN_SAMPLED_GUESS = 16
+# A corpus of at most this many bytes, when its segmentation can be kept, is counted whole at once, with no sample
+# before: the sample of a corpus of a few hundred MB or less is too small to use (MIN_SAMPLED_GUESS) at the usual
+# vocab sizes, and reading it for nothing costs more than counting the parts from kept files when it would have done.
+KEEP_FIRST_BYTES = 1 << 28
 # The longest stretch of text with no place the superword pattern may be cut (a number, a special token) that stage 2
 # takes: the workers segment each stage-2 pre-token whole, in tens of times its bytes (`check_stage_two_files`, and
 # `StageTwoPass` for texts that are not files).
@@ -195,15 +200,16 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
                      special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
                      counting_seconds: float = 0.0, token_counts: np.ndarray | None = None, min_frequency: int = 0,
                      max_token_length: int | None = None, num_workers: int | None = None,
-                     keep_segmentation_in: str | None = None,
+                     keep_segmentation_in: str | None = None, corpus_bytes: int | None = None,
                      on_kept_pass: Callable[[float, StageTwoCounts], Any] | None = None) -> tuple[Vocab, Merges]:
     """SuperBPE's stage 2 from stage 1's vocab and merges (special tokens last, as training returns them), up to
     `vocab_size` tokens with the special tokens, which take the last ids again; the corpus is read through
     `count_pass` (see the module docstring). `token_counts` (uint64, `vocab_size` entries) receives how often each id
     occurs in the final segmentation of the corpus's stage-2 pre-tokens. `keep_segmentation_in`, a directory the
     counting workers can write to (local ones), lets the pass that counts every pair keep what it segmented there for
-    the next passes (`segmentation_files`); the caller removes it. `on_kept_pass(seconds, counted)` is told of each
-    pass over the kept segmentation, as `count_pass`'s caller knows of the others."""
+    the next passes (`segmentation_files`); the caller removes it. With it, a corpus of `corpus_bytes` (when known)
+    up to `KEEP_FIRST_BYTES` skips the sample. `on_kept_pass(seconds, counted)` is told of each pass over the kept
+    segmentation, as `count_pass`'s caller knows of the others."""
     kept_files: list[Path] = []  # the segmentation kept, once a pass has kept it
 
     def count(stage_two_pass: StageTwoPass) -> StageTwoCounts:
@@ -223,20 +229,28 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     tokenizer = stage_one_tokenizer(stage_one)
     kept = None
     if num_merges > 0:
-        sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
-        guess = guess_last_count(sampled.totals, num_merges)
-        if guess >= MIN_SAMPLED_GUESS:  # a pair counting the guess is sampled less than 4 sigma below it rarely
-            kept = sampled.frequent(max(guess - 4 * math.isqrt(guess), 1))
-        else:  # too few occurrences sampled to tell the pairs that matter: all of them counted
-            every_pair = StageTwoPass(tokenizer, cut=False)
-            if keep_segmentation_in is not None and room_for(keep_segmentation_in, SAMPLE_EVERY * int(
-                    sampled.totals.sum()), every_pair.dtype.itemsize):
+        every_pair = StageTwoPass(tokenizer, cut=False)
+        id_bytes = every_pair.dtype.itemsize
+        # A small corpus is counted whole at once, its segmentation kept: its sample would be too small to use.
+        keep = (keep_segmentation_in is not None and corpus_bytes is not None and corpus_bytes <= KEEP_FIRST_BYTES
+                and room_for(keep_segmentation_in, corpus_bytes, id_bytes))
+        if not keep:
+            sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
+            guess = guess_last_count(sampled.totals, num_merges)
+            if guess >= MIN_SAMPLED_GUESS:  # a pair counting the guess is sampled less than 4 sigma below it rarely
+                kept = sampled.frequent(max(guess - 4 * math.isqrt(guess), 1))
+            else:  # too few occurrences sampled to tell the pairs that matter: all of them counted
+                keep = keep_segmentation_in is not None and room_for(
+                    keep_segmentation_in, SAMPLE_EVERY * int(sampled.totals.sum()), id_bytes)
+            del sampled
+        if kept is None:
+            if keep:
                 every_pair.keep_in = keep_segmentation_in
-            sampled = count(every_pair).pairs
-            if every_pair.keep_in is not None:
+            exact = count(every_pair).pairs
+            if keep:
                 kept_files[:] = segmentation_files(every_pair.keep_in)
-            kept = sampled.frequent(max(guess_last_count(sampled.totals, num_merges), 1))
-        del sampled
+            kept = exact.frequent(max(guess_last_count(exact.totals, num_merges), 1))
+            del exact
     counted = count(StageTwoPass(tokenizer, cut=True, kept=kept))
     pairs, parts = counted.pairs, counted.parts
     del counted

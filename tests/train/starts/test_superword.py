@@ -84,30 +84,39 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
     stage_one = train_bpe_from_iterator(texts, 270, [ENDOFTEXT], num_workers=1)
     each_text = [count_pretokens([text], [ENDOFTEXT], pattern="superword") for text in texts]
 
+    passes: list[bool] = []  # each pass over the texts: whether it cut parts
+
     def count_pass(stage_two_pass: superword_passes.StageTwoPass) -> object:
+        passes.append(stage_two_pass.cut)
         total: object = Counter()
         for counts in each_text:  # a task per text, added up as the counting engines add them
             total = add_counts(total, stage_two_pass(counts))  # type: ignore[arg-type]
         return total
 
     results, kept_passes = [], []
-    # The last way counts every pair in a pass of its own, which keeps its segmentation in files for the parts pass
-    # and the passes at lower cuts (`segmentation_files`), read in this process or in a pool of 2.
-    for cut, sample, keep_in_workers in ((0, 1, None), (guess, every, None), (guess, 1, workers)):
+    # The last two ways count every pair in a pass of its own, which keeps its segmentation in files for the parts
+    # pass and the passes at lower cuts (`segmentation_files`), read in this process or in a pool of 2: after a
+    # sample too small to use, or with no sample (a small corpus's size given).
+    for cut, sample, keep_in_workers, corpus_bytes in ((0, 1, None, None), (guess, every, None, None),
+                                                       (guess, 1, workers, None), (guess, every, workers, 100)):
         monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, cut=cut: cut)
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
         # 16: every pair counted in a pass of its own; 0: the sample is used.
         monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 16 if cut == 0 or keep_in_workers else 0)
         monkeypatch.setattr(superword_passes, "SAMPLE_WINDOW", 8)  # windows of the longer texts
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
+        passes.clear()
         with tempfile.TemporaryDirectory() as directory:
             trained = superword_passes.train_superwords(
                 stage_one, count_pass, 270 + merges, [ENDOFTEXT], token_counts=token_counts,
                 num_workers=keep_in_workers or 1, keep_segmentation_in=directory if keep_in_workers else None,
-                on_kept_pass=lambda seconds, counted: kept_passes.append(counted))
+                corpus_bytes=corpus_bytes,
+                on_kept_pass=lambda seconds, counted, way=corpus_bytes: kept_passes.append(way))
         results.append((trained, token_counts.tolist()))
-    assert results[0] == results[1] == results[2]
-    assert kept_passes  # the last way read the files
+        if keep_in_workers:  # every pair counted, after a sample unless the size was given; no text read again
+            assert passes == [False] * (2 if corpus_bytes is None else 1)
+    assert results[0] == results[1] == results[2] == results[3]
+    assert None in kept_passes and 100 in kept_passes  # the last two ways read the files
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
