@@ -164,7 +164,7 @@ class ParitySelection:
     def _need(self) -> list[float] | list[int]:
         """Each language's need of a merge, the greatest first (the reference's expressions, the same floats)."""
         if self.dev_fields is not None:
-            return [self.tokens[field] for field in self.dev_fields]
+            return list(map(self.tokens.__getitem__, self.dev_fields))
         current = self.tokens[:len(self.queues)]
         if self.ratios is not None:  # the smaller the adjusted compression, the greater the need
             return [-(initial / max(tokens, 1)) / ratio for initial, tokens, ratio in zip(self.initial, current,
@@ -173,9 +173,10 @@ class ParitySelection:
 
     def _choose(self) -> int:
         need = self._need()
-        candidates = [index for index in range(len(need)) if index not in self.exhausted]
+        candidates = ([index for index in range(len(need)) if index not in self.exhausted] if self.exhausted
+                      else range(len(need)))
         if self.variant != "window":
-            return max(candidates, key=lambda index: (need[index], -index))
+            return max(candidates, key=need.__getitem__)  # the first of equal needs: the first language wins a tie
         ranked = sorted(candidates, key=lambda index: (-need[index], index))
         counts, size, share = self.window_counts, self.window_size, self.share
         chosen = next((index for index in ranked if counts[index] / size <= share), ranked[-1])
