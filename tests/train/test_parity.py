@@ -80,6 +80,14 @@ def test_counts_near_the_field_width() -> None:
         assert train_parity_from_counts(sources, 264, progress=False, **options) == expected
 
 
+def test_counts_whose_pair_counts_could_pass_2_63_are_refused() -> None:
+    """As plain training refuses them (the queues hold counts below 2^63), not an error inside the merge loop."""
+    with pytest.raises(ValueError, match="too large"):
+        train_parity_from_counts({"a": {b"ab": 1 << 70}, "b": {b"ab": 1}}, 260, progress=False)
+    with pytest.raises(ValueError, match="too large"):
+        train_parity_from_counts({"a": {b"ab": 1}}, 260, dev={"a": {b"abc": 1 << 62}}, progress=False)
+
+
 def test_a_language_without_text_and_one_without_pairs() -> None:
     sources = {"empty": {}, "bytes": {b"a": 4, b"b": 1}, "words": {b"aaaa": 2, b"abab": 3}}
     for options in ({"dev": {"empty": {b"ab": 9}, "bytes": {b"ba": 1}, "words": {b"aa": 1}}},
