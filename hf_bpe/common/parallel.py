@@ -79,18 +79,48 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
 
     `state` reaches each worker once (inherited with "fork", pickled once per worker with "spawn"). On normal exit
     the pool is closed and joined; on an exception (or Ctrl-C, which the workers leave to this process) its workers
-    are terminated. The workers die with this process (`exit_with_parent`).
+    are terminated (`_end_pool`). The workers die with this process (`exit_with_parent`).
     """
     pool = start_workers(lambda: multiprocessing_context().Pool(num_workers, initializer=_set_worker_state,
                                                                   initargs=(state, os.getpid())))
     try:
         yield pool
     except BaseException:
-        pool.terminate()
-        pool.join()
+        _end_pool(pool)
         raise
     pool.close()
     pool.join()
+
+
+# How long `_end_pool` waits for `Pool.terminate` and `join`.
+END_POOL_SECONDS = 10.0
+
+
+def _end_pool(pool: multiprocessing.pool.Pool) -> None:
+    """`pool.terminate()` and `pool.join()`, waited for at most `END_POOL_SECONDS`, then any worker still alive
+    killed. CPython's `terminate` can wait for ever: it kills the workers before its task handler has sent the
+    result handler its sentinel, and a worker killed while it was sending a result leaves the result queue's lock
+    held, so that sentinel never goes (seen as a silent hang of `tokenize-dataset --streaming --num-proc 2` on a
+    full disk); a worker killed while it waited for a task leaves the task queue's read lock held, which
+    `terminate` takes. Once every worker is dead, those locks are released (held by a dead worker, or by the
+    ending itself, which no longer needs them), and the wait goes on for as long again. The pool's threads are
+    daemons: one still waiting ends with the process."""
+    ender = threading.Thread(target=lambda: (pool.terminate(), pool.join()), name="hf_bpe pool end", daemon=True)
+    ender.start()
+    ender.join(END_POOL_SECONDS)
+    if not ender.is_alive():
+        return
+    for process in getattr(pool, "_pool", []):  # the workers (CPython's attributes, here and below)
+        if process.is_alive():
+            process.kill()
+            process.join(END_POOL_SECONDS)
+    for lock in (getattr(getattr(pool, "_outqueue", None), "_wlock", None),
+                 getattr(getattr(pool, "_inqueue", None), "_rlock", None)):
+        try:
+            lock.release()  # type: ignore[union-attr]
+        except (AttributeError, ValueError):  # no such lock, or not held
+            pass
+    ender.join(END_POOL_SECONDS)
 
 
 def start_workers(start: Callable[[], T]) -> T:

@@ -218,3 +218,22 @@ def test_a_fork_hook_interrupted_before_its_release_does_not_stop_later_forks() 
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.stdout.strip() == "forked 0", run.stderr
+
+
+def test_a_pool_ends_after_an_error_even_with_its_result_queue_lock_left_held() -> None:
+    """A worker killed while it sends a result leaves the result queue's lock held (held here by this process, as
+    such a worker leaves it): `Pool.terminate` alone then waits for ever for its task handler."""
+    script = textwrap.dedent("""
+        from hf_bpe.common import parallel
+
+        parallel.END_POOL_SECONDS = 1.0
+        try:
+            with parallel.process_pool(2, None) as pool:
+                pool._outqueue._wlock.acquire()
+                raise OSError("No space left on device")
+        except OSError:
+            print("ended", [process.is_alive() for process in pool._pool], parallel._other_threads())
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.stdout.strip() == "ended [False, False] []", run.stderr  # no worker, and no thread of the pool

@@ -30,6 +30,8 @@ from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2
 from hf_bpe.formats.hf_directory import save_tokenizer_directory
 from tests import FIXTURES, REPO
+from tests.cli.faults import finish
+from tests.cli.faults import start as start_cli
 
 EOT = "<|endoftext|>"
 
@@ -561,13 +563,13 @@ def test_a_full_disk(extra, tokenizer_dir, tmp_path):
     try:
         (mount / "existing").mkdir()
         out = mount / ("existing" if "--streaming" in extra else "out")
-        done = subprocess.run(command(tokenizer_dir, data_file, out, tmp_path, "--batch-size", "100", *extra),
-                              env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.strip().splitlines() == [
+        # Started as the fault tests start a run: on a hang, the failure shows every process's Python stacks.
+        run = start_cli(*command(tokenizer_dir, data_file, out, tmp_path, "--batch-size", "100", *extra)[3:])
+        stderr = finish(run, timeout=300)
+        assert run.returncode == 2, stderr
+        assert stderr.strip().splitlines() == [
             f"hf-bpe tokenize-dataset: error: {out / 'train.bin'}: cannot write: No space left on device "
-            "(nothing was written)"], done.stderr
+            "(nothing was written)"], stderr
         assert sorted(path.name for path in mount.iterdir()) == ["existing"]
         assert list((mount / "existing").iterdir()) == []
     finally:
