@@ -156,7 +156,8 @@ def run_train(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
 
     out: Path = args.out
-    needed = minimum_output_bytes(args.vocab_size, len(special_tokens), None if source else local_bytes(inputs))
+    corpus_bytes = None if source else local_bytes(inputs)
+    needed = minimum_output_bytes(args.vocab_size, len(special_tokens), corpus_bytes)
     with staging_directory(out, replace=args.force, min_free_bytes=needed) as staging:
         startup_seconds = seconds_since_start()
         start = time.perf_counter()
@@ -194,7 +195,7 @@ def run_train(args: argparse.Namespace) -> int:
                 keep_in.mkdir()
             stage_two_options = {"num_workers": args.workers, "verbose": args.verbose, "on_kept_pass": note_pass,
                                  "keep_segmentation_in": None if keep_in is None else str(keep_in),
-                                 "corpus_bytes": None if source else local_bytes(inputs), **options}
+                                 "corpus_bytes": corpus_bytes, **options}
 
             if on_base is None:
                 token_counts = np.zeros(args.vocab_size, dtype=COUNT_DTYPE)

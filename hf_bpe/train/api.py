@@ -122,7 +122,8 @@ def train_bpe(input_path: PathArg | Sequence[PathArg] | Sources, vocab_size: int
                                         engine=engine_used, pattern=regex, convert=convert)
 
     return _train_counted(count, regex, stage_two, vocab_size, specials, progress, verbose, min_frequency,
-                          max_token_length, num_workers, local=engine_used is None, corpus_bytes=local_bytes(paths))
+                          max_token_length, num_workers, local=engine_used is None,
+                          corpus_bytes=None if stage_two is None else local_bytes(paths))
 
 
 def _train_sources(sources: Sources, vocab_size: int, specials: list[str], counting: dict[str, Any],

@@ -70,9 +70,10 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         if global_merges:
             tokens.append(sum(tokens))  # the pooled field's
         tokens += [_length_in_tokens(dev[name]) for name in names] if dev is not None else []
-        if max(tokens, default=0) >= 1 << 63:  # the queues hold counts below 2^63, as plain training's do
+        largest = max(tokens, default=0)
+        if largest >= 1 << 63:  # the queues hold counts below 2^63, as plain training's do
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
-        fields = PackedFields(max(tokens, default=0).bit_length() + 1)  # no pair counts more than its field's tokens
+        fields = PackedFields(largest.bit_length() + 1)  # no pair counts more than its field's tokens
         corpus, pooled_frequencies = _packed_corpus(
             field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges))
         single_bytes = [(word[0], count * weight) for counts, weight in field_counts

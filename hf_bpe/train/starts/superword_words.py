@@ -32,19 +32,6 @@ def segment_dtype(num_ids: int) -> np.dtype:
     return np.dtype(np.uint16) if num_ids <= 1 << 16 else np.dtype(np.uint32)
 
 
-def segmented_words(segmented: Mapping[bytes, int], dtype: np.dtype, token_bytes: list[bytes | None],
-                    token_counts: np.ndarray | None = None) -> _Words:
-    """The merge loop's start state from `segmented` ({stage-1 ids packed in `dtype`: count}): the pre-tokens of
-    two or more tokens as words (their ids in `dtype`, end to end); the counts of the others go to `token_counts`.
-
-    >>> words = segmented_words({np.array([5, 6], np.uint16).tobytes(): 2, np.array([7], np.uint16).tobytes(): 4},
-    ...                         np.dtype(np.uint16), [None] * 8)
-    >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
-    ([5, 6], [2], [2], 8)
-    """
-    return arrays_words(*segmented_arrays(segmented, dtype), token_bytes, token_counts)
-
-
 def segmented_arrays(segmented: Mapping[bytes, int], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`segmented` ({stage-1 ids packed in `dtype`: count}) as arrays: every pre-token's ids end to end, their
     lengths in ids and their counts (int64), what `arrays_words` takes (and `segmentation_files` keeps)."""
@@ -55,7 +42,14 @@ def segmented_arrays(segmented: Mapping[bytes, int], dtype: np.dtype) -> tuple[n
 
 def arrays_words(data: np.ndarray, lengths: np.ndarray, counts: np.ndarray, token_bytes: list[bytes | None],
                  token_counts: np.ndarray | None = None) -> _Words:
-    """`segmented_words` from `segmented_arrays`' arrays."""
+    """The merge loop's start state from segmented pre-tokens (`segmented_arrays`' arrays): those of two or more
+    tokens as words (their ids end to end); the counts of the others go to `token_counts`.
+
+    >>> segmented = {np.array([5, 6], np.uint16).tobytes(): 2, np.array([7], np.uint16).tobytes(): 4}
+    >>> words = arrays_words(*segmented_arrays(segmented, np.dtype(np.uint16)), [None] * 8)
+    >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
+    ([5, 6], [2], [2], 8)
+    """
     several = lengths > 1
     if token_counts is not None:
         single = lengths == 1
@@ -256,4 +250,4 @@ def key_bytes(keys: np.ndarray, num_bytes: int) -> np.ndarray:
 
 
 __all__ = ["PAIR_BLOCK", "PairCounts", "byte_order_keys", "cut_at_rare_pairs", "guess_last_count", "key_bytes",
-           "segment_dtype", "segmented_words", "segmented_arrays", "arrays_words"]
+           "segment_dtype", "segmented_arrays", "arrays_words"]

@@ -15,12 +15,13 @@ from hf_bpe.train.merging.merge_loop import _Words
 from hf_bpe.train.starts import superword_words
 from hf_bpe.train.starts.superword_words import (
     PairCounts,
+    arrays_words,
     byte_order_keys,
     cut_at_rare_pairs,
     guess_last_count,
     key_bytes,
     segment_dtype,
-    segmented_words,
+    segmented_arrays,
 )
 from hf_bpe.train.starts.tallies import PartTally
 
@@ -70,7 +71,7 @@ def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple
         segmented[np.array(tokens, dtype=dtype).tobytes()] += frequency
     num_ids = max(alphabet) + 1
     token_counts = np.zeros(num_ids, dtype=np.uint64)
-    start_state = segmented_words(segmented, dtype, [None] * num_ids, token_counts)
+    start_state = arrays_words(*segmented_arrays(segmented, dtype), [None] * num_ids, token_counts)
     assert not token_counts.any()  # every word has two tokens or more
     pairs = PairCounts(start_state)
     expected_pairs, expected_parts, expected_single = plain_cut(words, cut_below)
@@ -112,7 +113,7 @@ def test_the_packed_dtype_is_the_smallest_that_holds_every_id() -> None:
 
 
 def test_no_words_make_no_pairs_and_no_parts() -> None:
-    start_state = segmented_words({}, np.dtype(np.uint16), [None] * 256)
+    start_state = arrays_words(*segmented_arrays({}, np.dtype(np.uint16)), [None] * 256)
     pairs = PairCounts(start_state)
     assert len(pairs.distinct) == 0 and guess_last_count(pairs.totals, 10) == 0
     assert cut_at_rare_pairs(start_state, pairs, pairs.frequent(5)) == []
