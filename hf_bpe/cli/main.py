@@ -22,6 +22,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -39,7 +40,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = {name for name, *_ in COMMANDS}
     parser = build_parser(arguments[0] if arguments and arguments[0] in names else None)
     args = parser.parse_args(arguments)
-    return run_reporting_errors(f"hf-bpe {args.command}", args.run, args)
+    code = run_reporting_errors(f"hf-bpe {args.command}", args.run, args)
+    if argv is None:  # the program itself (`hf-bpe`, `python -m hf_bpe.cli`): only its exit is left to do
+        _late_signals_ignored()
+    return code
+
+
+def _late_signals_ignored() -> None:
+    """Ignore Ctrl-C and SIGTERM from now on: the run has finished or cleaned up, and its exit code is decided.
+
+    Once Python starts to exit it gives SIGINT and SIGTERM their default action back, so a signal that comes while
+    the interpreter finalizes (Ray's connection closing, threads ending) would kill the process: a run that wrote
+    everything would end as killed by the signal instead of with 0, and an interrupted one without its 130.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
 
 
 def run_reporting_errors(prefix: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -205,6 +205,21 @@ def test_sigterm_while_card_evaluates(tmp_path):
     assert_no_process_left(run.pid)
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("outcome", ["finished", "failed"])
+def test_a_signal_while_the_interpreter_exits_keeps_the_exit_code(tmp_path, signum, outcome):
+    # The signal comes from an atexit hook: after the run has decided its exit code, as Python exits.
+    corpus = FIXTURES / "corpus.en" if outcome == "finished" else tmp_path / "missing.txt"
+    program = ("import atexit, os, sys, time\n"
+               "from hf_bpe.cli.main import main\n"
+               f"atexit.register(lambda: (os.kill(os.getpid(), {int(signum)}), time.sleep(0.5)))\n"
+               "sys.exit(main())\n")
+    run = subprocess.run([sys.executable, "-c", program, *train_arguments(corpus, tmp_path / "tok")],
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == (0 if outcome == "finished" else 2), run.stderr
+    assert len(run.stderr.splitlines()) == 1 and "Traceback" not in run.stderr, run.stderr
+
+
 # --------------------------------------------------------------------------- 7: the unexpected is one line too
 
 
