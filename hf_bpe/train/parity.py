@@ -20,7 +20,7 @@ import numpy as np
 
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
-from hf_bpe.train.merging.flat_corpus import FlatCorpus, words_of
+from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor, words_of
 from hf_bpe.train.merging.merge_loop import (
     Merges,
     Vocab,
@@ -29,7 +29,13 @@ from hf_bpe.train.merging.merge_loop import (
     token_order_keys,
     vocab_of_merges,
 )
-from hf_bpe.train.merging.parity_selection import FieldQueue, FieldView, PackedFields, ParitySelection
+from hf_bpe.train.merging.parity_selection import (
+    FieldFloors,
+    FieldQueue,
+    FieldView,
+    PackedFields,
+    ParitySelection,
+)
 
 
 def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], vocab_size: int,
@@ -40,14 +46,17 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
                              weights: Mapping[str, int] | None = None, min_frequency: int = 0,
                              max_token_length: int | None = None, progress: bool | None = None,
                              verbose: bool = False, token_counts: np.ndarray | None = None,
-                             consume_counts: bool = False) -> tuple[Vocab, Merges]:
+                             consume_counts: bool = False,
+                             field_floors: Sequence[int] | None = None) -> tuple[Vocab, Merges]:
     """Parity-aware BPE on each language's pre-token counts (`source_counts`, in language order): the same vocab
     and merges as `hf_bpe.train._reference.reference_parity_train` with the same arguments, whose docstring gives
     the rules (`dev` sets or `ratios`, the `variant`, `global_merges`, integer `weights`). ValueError for options it
     refuses; the counts are checked as `train_bpe_from_counts` checks them. `token_counts` (uint64, `vocab_size`
     entries) receives each token's count in the final segmentation of every language's words, times their weights,
     as `train_bpe_from_counts` gives it. `consume_counts=True` empties the counts (mutable mappings) once the store
-    is built, so that their memory is free while the merge loop runs."""
+    is built, so that their memory is free while the merge loop runs. `field_floors` (for tests) replaces the
+    guessed floors of the languages and, with global merges, of the pooled field (`speculative_field_floors`):
+    0 or powers of two, in that order; any floors give the same merges."""
     vocab_size, specials = check_arguments(vocab_size, special_tokens)
     check_trainer_options(min_frequency, max_token_length)
     names = list(source_counts)
@@ -76,23 +85,31 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         fields = PackedFields(largest.bit_length() + 1)  # no pair counts more than its field's tokens
         corpus, pooled_frequencies = _packed_corpus(
             field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges))
+        num_merges = vocab_size - 256 - len(specials)
+        if field_floors is None:
+            field_floors = speculative_field_floors(field_counts, pooled_frequencies if global_merges else None,
+                                                    num_merges, global_merges)
+        if len(field_floors) != len(names) + bool(global_merges):
+            raise ValueError(f"field_floors: one floor per language, and one for the pooled field with global merges, "
+                             f"got {len(field_floors)}")
+        floors = FieldFloors(fields, list(field_floors))
+        corpus.floor_mask = floors.mask()
         single_bytes = [(word[0], count * weight) for counts, weight in field_counts
                         for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
         del field_counts
         if consume_counts:
             for counts in [*source_counts.values(), *(dev or {}).values()]:
                 counts.clear()  # type: ignore[attr-defined]
-        num_merges = vocab_size - 256 - len(specials)
         token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
         token_keys = token_order_keys(token_bytes)
-        queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency)
-                  for field in range(len(names))]
-        global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency)
-                        if global_merges else None)
+        queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency,
+                             floors.floors[field]) for field in range(len(names))]
+        global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency,
+                                   floors.floors[len(names)]) if global_merges else None)
         selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                     ratios=None if ratios is None else [ratios[name] for name in names],
                                     variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
-                                    global_merges=global_merges)
+                                    global_merges=global_merges, floors=floors)
         del queues, global_queue
         id_merges = run_merge_loop(selection, num_merges, token_bytes, token_keys, progress,
                                    max_token_length=max_token_length)
@@ -130,6 +147,28 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         packed += summed << (len(training) * fields.width)
     data, lengths, _ = words_of(dict.fromkeys(rows, 1))
     return FlatCorpus(data, lengths, packed), summed
+
+
+# Each language's floor guesses the count of its last merge as if it got this many times an even share of the merges
+# (parity shares them unevenly); a guess too high costs a recount (`ParitySelection._lower_floor`), never a merge.
+FLOOR_SHARE = 4
+
+
+def speculative_field_floors(training: list[tuple[Mapping[bytes, int], int]], pooled: np.ndarray | None,
+                             num_merges: int, global_merges: int) -> list[int]:
+    """The floors `train_parity_from_counts` starts from: each language's (its weighted `training` counts) is
+    `speculative_floor` for FLOOR_SHARE times an even share of `num_merges`, and the `pooled` field's (the weighted
+    sums, with global merges) is its floor for the `global_merges`; each rounded down to a power of two (or 0).
+
+    >>> speculative_field_floors([({b"ab": 40, b"cd": 9, b"ef": 3, b"x": 99}, 1), ({b"gh": 3}, 2)], None, 1, 0)
+    [8, 0]
+    """
+    share = FLOOR_SHARE * num_merges // max(len(training), 1)
+    guesses = [speculative_floor(np.fromiter((count * weight for word, count in counts.items() if len(word) > 1),
+                                             dtype=np.int64), share) for counts, weight in training]
+    if pooled is not None:
+        guesses.append(speculative_floor(pooled.astype(np.int64), global_merges))
+    return [1 << (guess.bit_length() - 1) if guess > 1 else 0 for guess in guesses]
 
 
 def _length_in_tokens(counts: Mapping[bytes, int]) -> int:

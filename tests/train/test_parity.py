@@ -1,7 +1,8 @@
 """Parity-aware training's fast path (`hf_bpe.train.parity`, the one merge loop with one store per language) against
 the brute-force reference (`reference_parity_train`): several languages, both variants, dev sets, ratios and
-neither, global merges, integer weights (0 included), special tokens, `min_frequency` and `max_token_length`, on
-words made to tie, overlap ((a, a) runs) and rebuild known tokens."""
+neither, global merges, integer weights (0 included), special tokens, `min_frequency` and `max_token_length`, and
+floors of any height (the store's pairs left out, then counted again), on words made to tie, overlap ((a, a) runs)
+and rebuild known tokens."""
 
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ def parity_cases(draw: st.DrawFn) -> dict:
     options["min_frequency"] = draw(st.sampled_from([0, 0, 2, 4]))
     options["max_token_length"] = draw(st.sampled_from([None, None, 1, 3]))
     vocab_size = 256 + len(options["special_tokens"]) + draw(st.integers(0, 30))
+    if draw(st.booleans()):  # floors of any height (else the guessed ones, mostly 0 on so little text)
+        options["field_floors"] = draw(st.lists(st.sampled_from([0, 2, 4, 8, 16, 64]), min_size=n + 1,
+                                                max_size=n + 1))[:n + bool(options["global_merges"])]
     return {"sources": sources, "vocab_size": vocab_size, **options}
 
 
@@ -49,8 +53,10 @@ def parity_cases(draw: st.DrawFn) -> dict:
 @given(parity_cases())
 def test_parity_equals_the_reference(case: dict) -> None:
     sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
+    floors = case.pop("field_floors", None)
     expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
-    assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, **case) == expected
+    assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, field_floors=floors,
+                                    **case) == expected
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

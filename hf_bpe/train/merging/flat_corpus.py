@@ -29,6 +29,9 @@ occurrences.
   best falls below the floor, the merge loop calls `lower_floor`, which lowers it, counts and indexes afresh from
   the arrays every pair at the new floor or above, and hands the queue those below the old one; the merges go on
   exactly as without a floor. The pairs of the words as counted (byte pairs) are all kept.
+  Packed frequencies (parity-aware training's fields, `parity_selection`) have a floor per field instead: a power of
+  two each, tested at once as a bit mask (`floor_mask`: a pair is kept when its count has one of the mask's bits, i.e.
+  counts at least its floor in some field), lowered by `lower_floor(mask)`.
 * The arrays are allocated once: ids are int32, so token ids must stay below 2 ** 31 (they are code points, at most
   `sys.maxunicode`), and new tokens must be the ids `first_new_id` (256 from bytes), and on, in order
   (`token_chars`). Memory is 16 bytes per
@@ -152,6 +155,8 @@ class FlatCorpus:
                                 else array("q", frequencies.tobytes()))
         self.token_chars = list(map(chr, range(first_new_id)))  # chr(id) for every token so far
         self.floor = floor
+        # With packed frequencies: the bits of each field's floor and above; a pair made is kept if it has one.
+        self.floor_mask: int | None = None
         self.index: dict[str, np.ndarray | array | int] = {}
         self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs(given_runs=pair_runs)))
 
@@ -181,7 +186,7 @@ class FlatCorpus:
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
         shift = pair_shift(len(self.token_chars) - 1)  # the largest id any word may hold
         # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.
-        counts_later = shift == 8 and floor <= 1 and given_runs is None
+        counts_later = shift == 8 and floor <= 1 and given_runs is None and self.floor_mask is None
         if counts_later:
             distinct = np.arange(1 << 16)
             runs_of_blocks = []
@@ -205,7 +210,10 @@ class FlatCorpus:
             if block_totals is not None:
                 totals[ids] += block_totals
             runs_of_blocks[block] = (ids, block_sizes, None)
-        kept = totals >= floor if floor > 1 else sizes > 0
+        if self.floor_mask is not None:
+            kept = (totals & self.floor_mask) != 0
+        else:
+            kept = totals >= floor if floor > 1 else sizes > 0
         sizes[~kept] = 0  # only the kept pairs' positions are placed
         ends = np.cumsum(sizes)
         filled = ends - sizes  # where each pair's next positions go
@@ -239,16 +247,22 @@ class FlatCorpus:
         at, codes = self._pairs(start, shift)
         return sorted_pair_runs(at, codes, 2 * shift, self.frequencies[self.word_of[at]] if with_counts else None)
 
-    def lower_floor(self) -> dict[str, int]:
+    def lower_floor(self, mask: int | None = None) -> dict[str, int]:
         """Lower the floor (to a quarter, or to 0 below 2) when no pair counting at least the floor is left: count
         and index afresh every pair at the new floor or above, and return those below the old floor, for the queue
         (the others are in it already: they counted at least the floor when made or counted, and only fell since).
+        With packed frequencies, `mask` is the new `floor_mask`, whose bits must include the old one's.
         """
-        floor = self.floor
-        self.floor = floor // 4 if floor >= 8 else 0
+        floor, old_mask = self.floor, self.floor_mask
+        if mask is None:
+            self.floor = floor // 4 if floor >= 8 else 0
+        else:
+            self.floor_mask = mask
         pair_counts = self.pair_counts
         pair_counts.clear()  # cleared and refilled, not replaced: the queue holds it
         pair_counts.update(zip(*self._index_pairs(self.floor)))
+        if old_mask is not None:
+            return {pair: count for pair, count in pair_counts.items() if not count & old_mask}
         return {pair: count for pair, count in pair_counts.items() if count < floor}
 
     def merge(self, pair: str, new_token: str) -> dict[str, int]:
@@ -348,11 +362,11 @@ class FlatCorpus:
             symbols[right_position] = DEAD
             next_positions[position] = following
         del pair_counts[pair]  # after the decrements, some of which (overlapping runs) may be of the pair itself
-        index, floor = self.index, self.floor
+        index, floor, mask = self.index, self.floor, self.floor_mask
         created: dict[str, int] = {}
         for key, entry in made.items():
             count = entry[0]
-            if count >= floor:
+            if count & mask if mask is not None else count >= floor:
                 created[key] = count
                 index[key] = entry[1] if len(entry) == 2 else array("i", entry[1:])
         pair_counts.update(created)
@@ -401,7 +415,7 @@ class FlatCorpus:
                 lost = right_char + left_char
                 if lost in pair_counts:  # else it was made below the floor: not counted
                     pair_counts[lost] -= total
-                if total >= self.floor:
+                if total & self.floor_mask if self.floor_mask is not None else total >= self.floor:
                     key = new_token + new_token
                     pair_counts[key] = created[key] = total
                     made = candidates[:-1][adjacent]
@@ -445,8 +459,8 @@ class FlatCorpus:
             firsts = positions.take(starts).tolist()
             starts = starts.tolist()
             stops = [*starts[1:], live]
-            if self.floor:
-                at_floor = sums >= self.floor
+            if self.floor or self.floor_mask is not None:
+                at_floor = (sums & self.floor_mask) != 0 if self.floor_mask is not None else sums >= self.floor
                 if np.count_nonzero(at_floor) < len(at_floor):
                     kept_keys = at_floor.tolist()
                     made_keys, totals = list(compress(made_keys, kept_keys)), list(compress(totals, kept_keys))

@@ -21,7 +21,13 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
   tokens, exactly its count before the merge (its occurrences cannot overlap); for (a, a), the frequencies of the
   words at the listed positions that now hold the new token. No dev word is scanned again.
 
-The store has no speculative floor: every pair is counted, as a pair one language chose must be merged in all.
+* **Floors.** As plain training's store leaves out the pairs made below a speculative floor, this one leaves out the
+  pairs made below every field's floor (`FieldFloors`: a power of two per training field, tested at once as a bit
+  mask, `FlatCorpus.floor_mask`). A language's queue gives None rather than a pair below its floor; the floors are
+  then lowered, the store counts afresh, and the pairs it had left out are filed in every queue. The dev
+  fields have no floor: their counts only shorten the dev lengths, by the merged pair's count, and a merged pair is
+  always kept.
+
 Not handled: the `strings` store and the heap queue (the loop's plain alternatives).
 """
 
@@ -52,6 +58,38 @@ class PackedFields:
         self.width, self.mask = width, (1 << width) - 1
 
 
+class FieldFloors:
+    """The floors of the counted fields (the languages' training fields, then the pooled one): each 0 or a power of
+    two. `mask` is the store's `floor_mask`: a field's bits from its floor up.
+
+    >>> floors = FieldFloors(PackedFields(8), [16, 0, 8])
+    >>> hex(floors.mask())
+    '0xf8fff0'
+    >>> floors.lower(0, 0), floors.floors, floors.lower(1, 0)
+    (True, [4, 0, 2], False)
+    """
+
+    def __init__(self, fields: PackedFields, floors: list[int]) -> None:
+        if any(floor & (floor - 1) for floor in floors):
+            raise ValueError(f"field floors must be 0 or powers of two, got {floors}")
+        self.fields, self.floors = fields, floors
+
+    def mask(self) -> int:
+        mask = 0
+        for field, floor in enumerate(self.floors):
+            mask |= (self.fields.mask & -max(floor, 1)) << (field * self.fields.width)
+        return mask
+
+    def lower(self, field: int, min_frequency: int) -> bool:
+        """Lower every floor as `FlatCorpus.lower_floor` lowers a plain one, once `field`'s queue ran dry above its
+        floor: the guesses were made alike, and each lowering costs a count of the whole store. False (nothing
+        lowered) when no pair below `field`'s floor can be merged (it is 0, or at most `min_frequency`)."""
+        if self.floors[field] <= max(min_frequency, 1):
+            return False
+        self.floors = [floor // 4 if floor >= 8 else 0 for floor in self.floors]
+        return True
+
+
 class FieldView:
     """One field of packed pair counts, as the mapping a queue looks counts up in (`get`, `items`)."""
 
@@ -72,9 +110,9 @@ class FieldQueue:
     """A queue of one field's pairs, best first; `pop` gives None once none is left or the best counts less than
     `min_frequency`."""
 
-    def __init__(self, view: FieldView, token_keys: list[str], min_frequency: int = 0) -> None:
+    def __init__(self, view: FieldView, token_keys: list[str], min_frequency: int = 0, floor: int = 0) -> None:
         self.view, self.min_frequency = view, min_frequency
-        self.queue = QUEUES["buckets"](dict(view.items()), token_keys)
+        self.queue = QUEUES["buckets"](dict(view.items()), token_keys, floor)
         self.queue.pair_counts = view  # filed from a plain dict (faster), looked up through the view from now on
 
     def pop(self) -> str | None:
@@ -96,12 +134,14 @@ class ParitySelection:
     training fields first (0 to n - 1); `queues`: each language's `FieldQueue`, in language order; `tokens`: every
     field's length in tokens before any merge, single bytes included; `dev_fields`: the dev sets' fields, whose
     lengths choose the language (None: the training fields' do); `ratios`: each language's target compression, or
-    None; `global_queue`: the queue of the pooled field for the first `global_merges`."""
+    None; `global_queue`: the queue of the pooled field for the first `global_merges`; `floors`: the floors of the
+    queues' fields (the languages', then the pooled one), as the store and the queues were given them."""
 
     def __init__(self, corpus: FlatCorpus, fields: PackedFields, queues: Sequence[FieldQueue], tokens: list[int], *,
                  dev_fields: Sequence[int] | None = None, ratios: Sequence[float] | None = None,
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
-                 global_queue: FieldQueue | None = None, global_merges: int = 0) -> None:
+                 global_queue: FieldQueue | None = None, global_merges: int = 0,
+                 floors: FieldFloors | None = None) -> None:
         self.corpus, self.fields, self.queues, self.tokens = corpus, fields, list(queues), list(tokens)
         self.dev_fields, self.ratios = dev_fields, ratios
         self.initial = self.tokens[:len(self.queues)]
@@ -110,6 +150,7 @@ class ParitySelection:
         self.window: deque[int] = deque()
         self.window_counts = [0] * len(self.queues)
         self.global_queue, self.global_merges = global_queue, global_merges
+        self.floors = floors
         self.merges_made = 0
         # With ratios, a language without training text is never chosen (its compression is 0/0).
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
@@ -122,16 +163,34 @@ class ParitySelection:
 
     def pop(self) -> str | None:
         if self.merges_made < self.global_merges:
-            return None if self.global_queue is None else self.global_queue.pop()
+            if self.global_queue is None:
+                return None
+            while (pair := self.global_queue.pop()) is None and self._lower_floor(len(self.queues)):
+                pass
+            return pair
         while len(self.exhausted) < len(self.queues):
             if self.chosen is None:  # a new step: a pair passed over keeps the step's language
                 self.chosen = self._choose()
             pair = self.queues[self.chosen].pop()
             if pair is not None:
                 return pair
-            self.exhausted.add(self.chosen)  # for good, and this step makes no merge
-            self.chosen = None
+            if not self._lower_floor(self.chosen):
+                self.exhausted.add(self.chosen)  # for good, and this step makes no merge
+                self.chosen = None
         return None
+
+    def _lower_floor(self, field: int) -> bool:
+        """Lower the floor of `field` (a language's, or the pooled one) whose queue ran dry above it, and file the
+        pairs the store had left out; False when there is no floor to lower."""
+        queue = self.queues[field] if field < len(self.queues) else self.global_queue
+        if self.floors is None or queue is None or not self.floors.lower(field, queue.min_frequency):
+            return False
+        left_out = self.corpus.lower_floor(self.floors.mask())
+        for index, each in enumerate([*self.queues, self.global_queue]):
+            if each is not None:
+                each.queue.floor = self.floors.floors[index]
+                each.add(left_out)
+        return True
 
     def merge(self, pair: str, new_token: str) -> None:
         self.merges_made += 1
