@@ -180,8 +180,9 @@ class ParitySelection:
         return None
 
     def _lower_floor(self, field: int) -> bool:
-        """Lower the floor of `field` (a language's, or the pooled one) whose queue ran dry above it, and file the
-        pairs the store had left out; False when there is no floor to lower."""
+        """Once the queue of `field` (a language's, or the pooled one) ran dry above its floor: lower the floors
+        (`FieldFloors.lower`), and file the pairs the store had left out in every queue; False when that field's
+        floor cannot be lowered."""
         queue = self.queues[field] if field < len(self.queues) else self.global_queue
         if self.floors is None or queue is None or not self.floors.lower(field, queue.min_frequency):
             return False
