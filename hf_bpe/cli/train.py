@@ -186,7 +186,8 @@ def run_train(args: argparse.Namespace) -> int:
             def note_pass(seconds: float, counted: Any) -> None:  # each stage-2 pass, timed as counting
                 nonlocal counting_seconds, distinct
                 counting_seconds += seconds
-                distinct = len(getattr(counted, "parts", counted))  # the distinct parts of documents merged
+                parts = getattr(counted, "parts", None)  # the distinct parts of documents merged
+                distinct = len(counted) if parts is None else parts.distinct()
 
             # Local workers may keep their segmentation between passes, in the run directory: removed on every exit.
             keep_in = None

@@ -23,8 +23,9 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 2. **The parts, and every pair counted exactly.** With the exact counts, the cut is set to the guess made again, or
    higher: above every pair that was cut, so that no merge counting the cut or more ever joins across a cut place
    (the lemma of `cut_at_rare_pairs`); the parts the sample kept whole where their pair counts less than the cut
-   are cut again in the parent (`PartTally.recut`). The merge loop then runs over the distinct parts down to the
-   cut: its merges and final segmentation are those of merging the whole documents.
+   are cut again in the parent (`PartTally.recut`). After a pass that counted every pair, this one counts the parts
+   only (`count_pairs=False`), as do the passes of step 3. The merge loop then runs over the distinct parts down to
+   the cut: its merges and final segmentation are those of merging the whole documents.
 3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more),
    the cut is lowered, the parts are counted again at it, and merging goes on from the merges made so far: each
    part is split as the tokenizer made so far encodes it (the extension's start state,
@@ -131,13 +132,15 @@ class StageTwoPass:
     convert=)`) into `StageTwoCounts`: the pairs of their stage-1 tokens, and with `cut`, their parts cut between
     two tokens wherever the pair's code is not in `kept` (ascending codes; None: cut nowhere, the pre-tokens whole).
     With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`). With `keep_in`, a directory, each
-    conversion's segmentation is also written there (`segmentation_files`). Picklable, for Ray."""
+    conversion's segmentation is also written there (`segmentation_files`). With `count_pairs=False`, the parts
+    only, their pairs being known from a pass before (its `pairs` are empty). Picklable, for Ray."""
 
     def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None, sample: int = 1,
-                 keep_in: str | None = None) -> None:
+                 keep_in: str | None = None, count_pairs: bool = True) -> None:
         self.tokenizer = tokenizer if isinstance(tokenizer, StageOneTokenizer) else StageOneTokenizer(
             tokenizer.vocab, tokenizer.merges)
         self.cut, self.kept, self.sample, self.keep_in = cut, kept, sample, keep_in
+        self.count_pairs = count_pairs
         self._seen = self._bytes_seen = 0  # occurrences and bytes sampled over so far (`sampled`)
         self.num_ids = max(self.tokenizer.vocab) + 1
         self.dtype = segment_dtype(self.num_ids)
@@ -186,7 +189,7 @@ class StageTwoPass:
         """What this pass counts of segmented pre-tokens (`segmented_arrays`), whether segmented now or kept."""
         single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
         words = arrays_words(data, lengths, counts, [None] * self.num_ids, single)
-        pairs = PairCounts(words)
+        pairs = PairCounts(words, count=self.count_pairs)
         parts = PartTally(self.dtype) if single is None else PartTally.of_words(words, pairs, self.kept, single)
         return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals, distinct=True))
 
@@ -243,26 +246,26 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
                 keep = keep_segmentation_in is not None and room_for(
                     keep_segmentation_in, SAMPLE_EVERY * int(sampled.totals.sum()), id_bytes)
             del sampled
-        if kept is None:
-            if keep:
-                every_pair.keep_in = keep_segmentation_in
-            exact = count(every_pair).pairs
-            if keep:
-                kept_files[:] = segmentation_files(every_pair.keep_in)
-            kept = exact.frequent(max(guess_last_count(exact.totals, num_merges), 1))
-            del exact
-    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept))
-    pairs, parts = counted.pairs, counted.parts
-    del counted
-    distinct = len(parts)
+    exact = None  # the pairs, once a pass has counted them all
+    if num_merges > 0 and kept is None:
+        if keep:
+            every_pair.keep_in = keep_segmentation_in
+        exact = count(every_pair).pairs
+        if keep:
+            kept_files[:] = segmentation_files(every_pair.keep_in)
+        kept = exact.frequent(max(guess_last_count(exact.totals, num_merges), 1))
+    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept, count_pairs=exact is None))
+    pairs, parts = counted.pairs if exact is None else exact, counted.parts
+    del counted, exact
     guess = guess_last_count(pairs.totals, num_merges)  # now of the exact counts
     cut = 0 if kept is None else max(guess, pairs.most_outside(kept) + 1)
     if kept is not None and len(pairs.frequent(cut)) < len(kept):  # the sample kept more than the cut needs
         parts = parts.recut(pairs.frequent(cut), len(ordinary))
+    distinct = parts.distinct()
     counting_seconds += time.perf_counter() - start
     if verbose:
         _report_pass(f"{len(pairs.keys):,} distinct pairs of stage-1 tokens, "
-                     f"{'none' if kept is None else f'{len(kept):,}'} kept whole", len(parts), cut, start)
+                     f"{'none' if kept is None else f'{len(kept):,}'} kept whole", distinct, cut, start)
     merging_start = time.perf_counter()
     vocab, merges = dict(ordinary), list(stage_one[1])
     while True:
@@ -278,10 +281,11 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         # Down to the guess when the sample raised the cut above it, else lower: each is a pass over the corpus.
         cut = max(guess if cut > guess else cut // 4, min_frequency, 1)
         again_start = time.perf_counter()
-        parts = count(StageTwoPass(tokenizer, cut=True, kept=pairs.frequent(cut) if cut > 1 else None)).parts
+        parts = count(StageTwoPass(tokenizer, cut=True, kept=pairs.frequent(cut) if cut > 1 else None,
+                                   count_pairs=False)).parts
         counting_seconds += time.perf_counter() - again_start
         if verbose:
-            _report_pass(f"{added:,} merges at the cut before, too few", len(parts), cut, again_start)
+            _report_pass(f"{added:,} merges at the cut before, too few", parts.distinct(), cut, again_start)
         merging_start += time.perf_counter() - again_start
     if token_counts is not None and counted_now is not None:
         token_counts[:len(counted_now)] = counted_now[:len(token_counts)]

@@ -65,9 +65,10 @@ class PairCounts:
     `totals`), counted `PAIR_BLOCK` positions at a time: each block's pairs sorted and summed alone, then added to
     the totals of the codes already known and inserted in order among them, so that the temporaries stay a few times
     the block whatever the number of distinct pairs (sorting the known codes again with each block would take a few
-    times their number)."""
+    times their number). With `count=False`, the pairs are not counted (`distinct` and `totals` stay empty): only
+    `rare` is of use, for words whose pairs were counted before."""
 
-    def __init__(self, words: _Words) -> None:
+    def __init__(self, words: _Words, count: bool = True) -> None:
         self.data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
         self.ends = np.cumsum(words.lengths)
         self.frequencies = words.frequencies
@@ -75,7 +76,7 @@ class PairCounts:
         # Codes below 2**32 take half the memory.
         self.code_dtype = np.dtype(np.uint32) if self.base * self.base <= 1 << 32 else np.dtype(np.int64)
         self.distinct, self.totals = np.zeros(0, dtype=self.code_dtype), np.zeros(0, dtype=np.float64)
-        for start in range(0, len(self.data), PAIR_BLOCK):
+        for start in range(0, len(self.data) if count else 0, PAIR_BLOCK):
             block_codes, weights = self._block(start, with_weights=True)
             if not len(block_codes):
                 continue

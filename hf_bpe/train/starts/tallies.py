@@ -145,6 +145,10 @@ class PartTally:
     def __len__(self) -> int:
         return sum(map(len, self.by_length.values()))
 
+    def distinct(self) -> int:
+        """The number of distinct parts (`len` also counts those added and not yet sorted in, which may repeat)."""
+        return sum(len(counts.keys) for counts in self.by_length.values())
+
     def update(self, other: PartTally) -> None:
         if not self.by_length:
             self.dtype = other.dtype

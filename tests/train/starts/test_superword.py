@@ -85,9 +85,12 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
     each_text = [count_pretokens([text], [ENDOFTEXT], pattern="superword") for text in texts]
 
     passes: list[bool] = []  # each pass over the texts: whether it cut parts
+    pairs_known: list[bool] = []  # each pass cutting parts: whether a pass before counted every pair
 
     def count_pass(stage_two_pass: superword_passes.StageTwoPass) -> object:
         passes.append(stage_two_pass.cut)
+        if stage_two_pass.cut:
+            pairs_known.append(not stage_two_pass.count_pairs)
         total: object = Counter()
         for counts in each_text:  # a task per text, added up as the counting engines add them
             total = add_counts(total, stage_two_pass(counts))  # type: ignore[arg-type]
@@ -106,6 +109,7 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
         monkeypatch.setattr(superword_passes, "SAMPLE_WINDOW", 8)  # windows of the longer texts
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
         passes.clear()
+        pairs_known.clear()
         with tempfile.TemporaryDirectory() as directory:
             trained = superword_passes.train_superwords(
                 stage_one, count_pass, 270 + merges, [ENDOFTEXT], token_counts=token_counts,
@@ -115,6 +119,10 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
         results.append((trained, token_counts.tolist()))
         if keep_in_workers:  # every pair counted, after a sample unless the size was given; no text read again
             assert passes == [False] * (2 if corpus_bytes is None else 1)
+        elif cut:  # the sample used: the parts counted with every pair, then alone at lower cuts
+            assert pairs_known[:1] == [False] and all(pairs_known[1:])
+        else:  # every pair counted in a pass of its own: the parts passes count no pair again
+            assert all(pairs_known)
     assert results[0] == results[1] == results[2] == results[3]
     assert None in kept_passes and 100 in kept_passes  # the last two ways read the files
 

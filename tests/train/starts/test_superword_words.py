@@ -91,6 +91,11 @@ def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple
     tally = PartTally.of_words(start_state, pairs, frequent)  # the same tables, with the one-token parts
     assert dict((tuple(part.tolist()), count) for part, count in tally.items()) == expected_parts + Counter(
         {(token,): count for token, count in expected_single.items()})
+    uncounted = PairCounts(start_state, count=False)  # the pairs known from a pass before: cut, not counted
+    assert len(uncounted.distinct) == len(uncounted.totals) == 0
+    assert [(length, keys.tolist(), totals.tolist()) for length, keys, totals in
+            cut_at_rare_pairs(start_state, uncounted, frequent)] == [
+        (length, keys.tolist(), totals.tolist()) for length, keys, totals in tables]
 
 
 @settings(max_examples=150, deadline=None)
