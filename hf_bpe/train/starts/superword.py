@@ -6,11 +6,11 @@ training in two stages, so that the vocabulary also holds *superwords*, tokens t
 - **Stage 2** counts the corpus again, cut with the superword pattern (by default SuperBPE's published one,
   `hf_bpe.pretokenize.superword`: only digit groups and special tokens cut, so a pre-token runs from one number to
   the next across spaces and newlines). Each stage-2 pre-token is split into stage-1 tokens as hf_bpe's encoder
-  splits it (`StageOneTokenizer.segment`: each distinct piece merged once, in time linear in a pre-token's length),
-  by the counting workers as they count (`StageOneTokenizer.segment_counts`), which send back only small tables:
-  the pairs of stage-1 tokens and the documents' distinct parts between rare pairs
-  (`hf_bpe.train.starts.superword_passes`
-  runs the passes). The one merge loop goes on from those parts up to `vocab_size`.
+  splits it (`StageOneTokenizer.segment_arrays`: each distinct piece merged once, in time linear in a pre-token's
+  length), by the counting workers as they count (`StageOneTokenizer.segmented_arrays`), which send back only small
+  tables: the pairs of stage-1 tokens and the documents' distinct parts between rare pairs
+  (`hf_bpe.train.starts.superword_passes` runs the passes). The one merge loop goes on from those parts up to
+  `vocab_size`.
 
 The result is laid out like any hf_bpe tokenizer (ids 0-255 the bytes, then the stage-1 merges, then the stage-2
 merges, then the special tokens) and is saved with the superword pattern: a text is pre-tokenized with it and its
@@ -28,11 +28,10 @@ from which stage. Plain reference: `hf_bpe.train._reference.reference_superword_
 from __future__ import annotations
 
 import operator
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import filterfalse
 
 import numpy as np
 
@@ -93,6 +92,7 @@ def stage_one_tokenizer(stage_one: tuple[Vocab, Merges]) -> StageOneTokenizer:
     """The tokenizer of stage 1's vocab and merges (without the special tokens, which no stage-2 pre-token holds)."""
     tokenizer = StageOneTokenizer(ordinary_vocab(stage_one), stage_one[1])
     tokenizer._tables()  # the merge kernel's tables, built once here: the counting workers fork after, and share them
+    _ = tokenizer.piece_cuts  # the same
     return tokenizer
 
 
@@ -108,77 +108,175 @@ class StageOneTokenizer(Tokenizer):
 
     A stage-2 pre-token is a document between numbers, and the corpus holds few of them twice, so merging each one
     whole costs the encoder's per-byte work on the whole corpus. But no merge can join two tokens across a place
-    where no token holds the two bytes on either side: such a place splits the pre-token into parts that the encoder
-    merges independently, and their ids joined are the ids of the whole (BPE merges by rank within each part; no pair
-    spans the cut). The place used is before a space that follows a byte no stage-1 token has before a space (with
-    GPT-2's pattern, any byte of a non-whitespace character), so the parts are mostly words, each merged once
-    (`piece_cut`, `segment`).
+    where no token holds the two bytes on either side: such a place splits the pre-token into pieces that the
+    encoder merges independently, and their ids joined are the ids of the whole (BPE merges by rank within each
+    piece; no pair spans the cut). Every such place is cut (`piece_cuts`: with GPT-2's pattern, between a letter and
+    a punctuation mark, before a space that follows a letter, ...), so the pieces are words and runs of punctuation,
+    far fewer distinct ones than the text between spaces, and each is merged once (`segment_arrays`).
+
+    The cutting, and telling the pieces apart, are numpy over a few hundred KB of pre-tokens at a time: a piece of up
+    to `SHORT_PIECE` bytes is one uint64 (`_short_keys`), sorted and made distinct; only the longer ones are bytes
+    objects. The ids of the distinct pieces are looked up (or merged, `_merge_batch`) and gathered in place.
 
     >>> tokenizer = StageOneTokenizer({i: bytes([i]) for i in range(256)} | {256: b"  "}, [(b" ", b" ")])
-    >>> tokenizer.piece_cut.split(b"a b  c x")  # no token holds "b " or "c ", "  " holds two spaces
-    [b'a', b' b', b'  c', b' x']
+    >>> int(tokenizer.piece_cuts[ord("b") << 8 | ord(" ")]), int(tokenizer.piece_cuts[ord(" ") << 8 | ord(" ")])
+    (1, 0)
     """
 
     @property
-    def piece_cut(self) -> re.Pattern[bytes] | None:
-        """Zero-width, before each space that no stage-1 token holds together with the byte before it."""
-        if not hasattr(self, "_piece_cut"):
-            before_space = {token[index - 1] for token in self.vocab.values()
-                            for index in range(1, len(token)) if token[index] == 0x20}
-            allowed = b"".join(re.escape(bytes([byte])) for byte in range(256) if byte not in before_space)
-            # The space first: most places fail on it at once, before the look back.
-            self._piece_cut = re.compile(b"(?= )(?<=[" + allowed + b"])") if allowed else None
-        return self._piece_cut
+    def piece_cuts(self) -> np.ndarray:
+        """For each two bytes (`first << 8 | second`), whether no stage-1 token holds them side by side: a place
+        between them splits a pre-token into pieces merged independently."""
+        if not hasattr(self, "_piece_cuts"):
+            cuts = np.ones(1 << 16, dtype=bool)
+            for token in self.vocab.values():
+                if len(token) > 1:
+                    token_bytes = np.frombuffer(token, dtype=np.uint8).astype(np.intp)
+                    cuts[token_bytes[:-1] << 8 | token_bytes[1:]] = False
+            self._piece_cuts = cuts
+        return self._piece_cuts
 
     @property
     def segment_dtype(self) -> np.dtype:
-        """The dtype `segment` packs ids in: the smallest unsigned one that holds every id (`segment_dtype`)."""
+        """The dtype of `segment_arrays`' ids: the smallest unsigned one that holds every id (`segment_dtype`)."""
         return segment_dtype(max(self.vocab, default=0) + 1)
 
-    def segment(self, words: Sequence[bytes]) -> list[bytes]:
-        """The ids of each word (the encoder's, as `merge_pretoken_bytes` gives them) packed in `segment_dtype`: each
-        word split at `piece_cut`, and each distinct piece merged once, a few MB of words at a time. Pieces merged
-        stay known across calls, up to `PIECE_CACHE` of them (those of a batch that would pass it are forgotten
-        after it): a worker segments many chunks of one corpus.
+    def segment_arrays(self, words: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of each word (the encoder's, as `merge_pretoken_bytes` gives them), every word's end to end in
+        `segment_dtype`, and how many each word has: each word cut at its `piece_cuts`, and each distinct piece
+        merged once, `SPLIT_BYTES` of words at a time. Pieces merged stay known across calls, up to `PIECE_CACHE` of
+        them (those of a batch that would pass it are forgotten after it): a worker segments many chunks of one
+        corpus. ValueError for a byte no stage-1 token holds.
 
         >>> tokenizer = StageOneTokenizer({i: bytes([i]) for i in range(256)} | {256: b"  "}, [(b" ", b" ")])
-        >>> [np.frombuffer(ids, tokenizer.segment_dtype).tolist() for ids in tokenizer.segment([b"a b  c"])]
-        [[97, 32, 98, 256, 99]]
+        >>> ids, lengths = tokenizer.segment_arrays([b"a b  c", b"", b"  "])
+        >>> ids.tolist(), lengths.tolist()
+        ([97, 32, 98, 256, 99, 256], [5, 0, 1])
         """
-        cut, dtype = self.piece_cut, self.segment_dtype
         if not hasattr(self, "_piece_ids"):
-            self._piece_ids: dict[bytes, bytes] = {}
-        ids = self._piece_ids
-        merged: list[bytes] = []
+            self._piece_ids: dict[int | bytes, bytes] = {}
+        segmented: list[tuple[np.ndarray, np.ndarray]] = []
         start = 0
-        while start < len(words):  # a few MB of words at a time, each split once
+        while start < len(words):  # a few hundred KB of words at a time
             end, size = start, 0
             while end < len(words) and (end == start or size < SPLIT_BYTES):
                 size += len(words[end])
                 end += 1
-            parts = [cut.split(word) for word in words[start:end]] if cut else [[word] for word in words[start:end]]
-            new = list(set(chain.from_iterable(parts)).difference(ids))
-            for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
-                batch = new[first:first + PIECE_BATCH]
-                packed = self.merge_pretoken_bytes(batch)
-                ends = (np.cumsum(np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)))
-                        // ID_DTYPE.itemsize * dtype.itemsize).tolist()
-                converted = np.frombuffer(b"".join(packed), ID_DTYPE).astype(dtype).tobytes()
-                ids.update(zip(batch, [converted[begin:stop] for begin, stop in zip([0, *ends], ends)]))
-            merged.extend(b"".join(map(ids.__getitem__, pieces)) for pieces in parts)
-            if len(ids) > PIECE_CACHE:  # the pieces first seen stay (the frequent ones, mostly); these go again
-                for piece in new:
-                    del ids[piece]
+            segmented.append(self._segment_batch(words[start:end]))
             start = end
-        return merged
+        if not segmented:
+            return np.zeros(0, dtype=self.segment_dtype), np.zeros(0, dtype=np.int64)
+        return (np.concatenate([ids for ids, _ in segmented]),
+                np.concatenate([lengths for _, lengths in segmented]))
 
     def segment_counts(self, counts: Mapping[bytes, int]) -> Counter[bytes]:
-        """The counts of stage-2 pre-tokens keyed by their stage-1 ids (`segment`) instead of their bytes: the
-        counting workers segment what they count (`count_pretokens_in_files(..., convert=)`)."""
+        """The counts of stage-2 pre-tokens keyed by their stage-1 ids (`segment_arrays`, packed as bytes) instead
+        of their bytes."""
+        ids, lengths, frequencies = self.segmented_arrays(counts)
+        packed, size = ids.tobytes(), ids.dtype.itemsize
+        ends = (np.cumsum(lengths) * size).tolist()
+        # The encoding is one-to-one: no two pre-tokens have the same ids.
+        return Counter(dict(zip([packed[begin:stop] for begin, stop in zip([0, *ends], ends)], frequencies.tolist())))
+
+    def segmented_arrays(self, counts: Mapping[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The stage-2 pre-tokens of `counts` segmented (`segment_arrays`), with their counts (int64): what the
+        counting workers make of what they count (`superword_words.arrays_words` takes it). InputError for a byte
+        no stage-1 token holds."""
         try:
-            return Counter(dict(zip(self.segment(list(counts)), counts.values())))  # the encoding is one-to-one
+            ids, lengths = self.segment_arrays(list(counts))
         except ValueError as error:  # a byte stage 1 has no token for
             raise InputError(f"SuperBPE stage 2: the stage-1 tokenizer cannot encode the corpus: {error}") from None
+        return ids, lengths, np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+
+    def _segment_batch(self, words: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """`segment_arrays` of a few hundred KB of words."""
+        text = b"".join(words)
+        data = np.frombuffer(text + bytes(SHORT_PIECE), dtype=np.uint8)  # zeros after: every key's window in range
+        size = len(text)
+        word_lengths = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
+        word_starts = np.cumsum(word_lengths) - word_lengths
+        begins = np.zeros(size + 1, dtype=bool)  # where a piece starts (and the end of the last one)
+        if size > 1:
+            begins[1:size] = self.piece_cuts[data[:size - 1].astype(np.intp) << 8 | data[1:size]]
+        begins[word_starts] = True
+        begins[size] = True
+        bounds = np.flatnonzero(begins)
+        piece_starts, piece_lengths = bounds[:-1], np.diff(bounds)
+        # Each piece's index in `distinct`, the batch's distinct pieces: the short ones (by their keys), then the
+        # long ones (by their bytes).
+        which = np.empty(len(piece_starts), dtype=np.intp)
+        short = np.flatnonzero(piece_lengths <= SHORT_PIECE)
+        keys, which[short] = np.unique(_short_keys(data, piece_starts[short], piece_lengths[short]),
+                                       return_inverse=True)
+        distinct: list[int | bytes] = keys.tolist()
+        long = np.flatnonzero(piece_lengths > SHORT_PIECE)
+        if len(long):
+            long_pieces = [text[begin:begin + length] for begin, length in
+                           zip(piece_starts[long].tolist(), piece_lengths[long].tolist())]
+            numbered = {piece: index for index, piece in enumerate(dict.fromkeys(long_pieces), start=len(distinct))}
+            which[long] = np.fromiter(map(numbered.__getitem__, long_pieces), dtype=np.intp, count=len(long))
+            distinct.extend(numbered)
+        known = self._piece_ids
+        new = list(filterfalse(known.__contains__, distinct))
+        for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
+            batch = new[first:first + PIECE_BATCH]
+            known.update(zip(batch, self._merge_batch(list(map(_piece_bytes, batch)))))
+        distinct_ids = list(map(known.__getitem__, distinct))
+        if len(known) > PIECE_CACHE:  # the pieces first seen stay (the frequent ones, mostly); these go again
+            for piece in new:
+                del known[piece]
+        # Every piece's ids in place: the distinct pieces' ids end to end, gathered.
+        dtype = self.segment_dtype
+        distinct_lengths = np.fromiter(map(len, distinct_ids), dtype=np.intp, count=len(distinct_ids))
+        distinct_lengths //= dtype.itemsize
+        all_ids = np.frombuffer(b"".join(distinct_ids), dtype=dtype)
+        lengths = distinct_lengths[which]
+        ends = np.cumsum(lengths)
+        ids = all_ids[np.repeat(np.cumsum(distinct_lengths)[which] - ends, lengths) + np.arange(ends[-1] if len(ends)
+                                                                                                 else 0)]
+        # Each word's number of ids: from its first piece to the next word's.
+        first_piece = np.searchsorted(bounds, np.append(word_starts, size))
+        ids_before = np.concatenate(([0], ends))
+        return ids, np.diff(ids_before[first_piece]).astype(np.int64)
+
+    def _merge_batch(self, pieces: list[bytes]) -> list[bytes]:
+        """The ids of `pieces` (merged as pre-tokens, not cut) packed in `segment_dtype`."""
+        dtype = self.segment_dtype
+        packed = self.merge_pretoken_bytes(pieces)
+        ends = (np.cumsum(np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)))
+                // ID_DTYPE.itemsize * dtype.itemsize).tolist()
+        converted = np.frombuffer(b"".join(packed), ID_DTYPE).astype(dtype).tobytes()
+        return [converted[begin:stop] for begin, stop in zip([0, *ends], ends)]
+
+
+# A piece of at most this many bytes is told apart by one uint64: its length in the top byte, then its bytes.
+SHORT_PIECE = 7
+_SHORT_MASKS = np.array([((1 << 8 * length) - 1) << 8 * (SHORT_PIECE - length) for length in range(SHORT_PIECE + 1)],
+                        dtype=np.uint64)
+
+
+def _short_keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The keys of the pieces of `lengths` (at most SHORT_PIECE) bytes at `starts` of `data` (which runs on for
+    SHORT_PIECE bytes past the last piece): `length << 56 | bytes`, the bytes big-endian and left-aligned, so that
+    `_piece_bytes` gives them back.
+
+    >>> keys = _short_keys(np.frombuffer(b"abc" + bytes(7), np.uint8), np.array([0, 1]), np.array([2, 1]))
+    >>> [_piece_bytes(key) for key in keys.tolist()]
+    [b'ab', b'b']
+    """
+    window = np.zeros(len(starts), dtype=np.uint64)
+    for offset in range(SHORT_PIECE):
+        window <<= np.uint64(8)
+        window |= data[starts + offset]
+    return (window & _SHORT_MASKS[lengths]) | (lengths.astype(np.uint64) << np.uint64(8 * SHORT_PIECE))
+
+
+def _piece_bytes(piece: int | bytes) -> bytes:
+    """A distinct piece's bytes, from its key (`_short_keys`) or as they are."""
+    if isinstance(piece, bytes):
+        return piece
+    length = piece >> 8 * SHORT_PIECE
+    return ((piece & ((1 << 8 * SHORT_PIECE) - 1)) >> 8 * (SHORT_PIECE - length)).to_bytes(length, "big")
 
 
 @dataclass(frozen=True)

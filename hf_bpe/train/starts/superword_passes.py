@@ -3,7 +3,7 @@ workers (local processes or Ray actors) send back are small tables, and the merg
 documents, the way plain training runs over distinct pre-tokens.
 
 A stage-2 pre-token is a document between numbers, which the corpus rarely holds twice. Each counting worker splits
-the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.segment`) and makes of them
+the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.segmented_arrays`) and makes of them
 (`StageTwoPass`), as `StageTwoCounts`:
 
 - the counts of the distinct adjacent pairs of stage-1 tokens (`PairTally`: sorted codes and their totals);
@@ -80,7 +80,6 @@ from hf_bpe.train.starts.superword_words import (
     arrays_words,
     guess_last_count,
     segment_dtype,
-    segmented_arrays,
 )
 from hf_bpe.train.starts.tallies import PairTally, PartTally
 
@@ -178,9 +177,7 @@ class StageTwoPass:
             raise InputError(f"a text holds {longest:,} bytes with no number and no special token: SuperBPE's stage 2 "
                              f"merges the text between two numbers whole, and takes at most "
                              f"{2 * MAX_STRETCH_BYTES:,} bytes of it; cut the documents with a special token")
-        segmented = self.tokenizer.segment_counts(self.sampled(counts) if self.sample > 1 else counts)
-        arrays = segmented_arrays(segmented, self.dtype)
-        del segmented
+        arrays = self.tokenizer.segmented_arrays(self.sampled(counts) if self.sample > 1 else counts)
         if self.keep_in is not None:  # for the next passes (`segmentation_files`)
             save_segmentation(self.keep_in, arrays)
         return self.count_segmented(*arrays)

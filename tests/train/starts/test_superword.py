@@ -66,7 +66,31 @@ def test_stage_one_merges_in_pieces_as_the_encoder_merges_whole(base: Tokenizer,
     pieces = StageOneTokenizer(base.vocab, base.merges, base.special_tokens)
     expected = [unpack_ids(ids) for ids in base.merge_pretoken_bytes(words)]
     for _ in range(2):  # the second time, every piece is known
-        assert [np.frombuffer(ids, pieces.segment_dtype).tolist() for ids in pieces.segment(words)] == expected
+        assert segmented(pieces, words) == expected
+
+
+def segmented(tokenizer: StageOneTokenizer, words: list[bytes]) -> list[list[int]]:
+    """Each word's ids, as `segment_arrays` gives them end to end."""
+    ids, lengths = tokenizer.segment_arrays(words)
+    assert ids.dtype == tokenizer.segment_dtype and len(lengths) == len(words) and int(lengths.sum()) == len(ids)
+    ends = np.cumsum(lengths).tolist()
+    return [ids[end - length:end].tolist() for end, length in zip(ends, lengths.tolist())]
+
+
+@settings(max_examples=100, deadline=None)
+@given(words=st.lists(st.lists(st.sampled_from([b"\x00", b"a", b"\x00a", b" ", b"aaaaaaa"]), max_size=20)
+                      .map(b"".join), max_size=12))
+def test_pieces_of_every_length_are_told_apart(words: list[bytes]) -> None:
+    # Every two of "a" and NUL are held by a token: a run of them is one piece, of any length; pieces that differ
+    # only by trailing NULs, or by their length, must not share ids (the keys of pieces of up to 7 bytes).
+    merges = [(b"a", b"a"), (b"a", b"\x00"), (b"\x00", b"a"), (b"\x00", b"\x00")]
+    vocab = {byte: bytes([byte]) for byte in range(256)} | {256 + index: left + right
+                                                           for index, (left, right) in enumerate(merges)}
+    base = Tokenizer(vocab, merges)
+    expected = [unpack_ids(ids) for ids in base.merge_pretoken_bytes(words)]
+    pieces = StageOneTokenizer(vocab, merges)
+    assert segmented(pieces, words) == expected
+    assert segmented(pieces, words[::-1]) == expected[::-1]  # the pieces known now
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
