@@ -15,7 +15,8 @@ counts a page a forked worker shares with its parent once, and as summed RSS, wh
 the largest of any one process (the kernel's figure). Tools: `plain` (hf_bpe to --vocab-size), `superword` (hf_bpe,
 stage 1 to --superword-from, then stage 2), `hf_plain` (BpeTrainer to --vocab-size, GPT-2's pattern). The tools
 alternate, and which goes first alternates between repeats. `--json FILE` appends one record per tool and run
-(`bench_results.append_result`, kind "superword"), with the ratios to plain's medians in a final record per corpus
+(`bench_results.append_result`, kind "superword"; hf_bpe's records with the sha256 of the merges,
+`superword_merges.merges_sha256`), with the ratios to plain's medians in a final record per corpus
 and setting. `--plot FILE` draws, from the newest record of each corpus and setting in `--json`, time and peak memory
 against corpus size, plain and SuperBPE, one line per setting.
 """
@@ -31,6 +32,7 @@ import time
 from pathlib import Path
 
 from bench_results import append_result, read_results
+from superword_merges import merges_sha256
 from tree_memory import run_measured
 
 SPECIAL_TOKENS = ["<|endoftext|>"]
@@ -56,6 +58,7 @@ def train(tool: str, corpus: str, vocab_size: int, transition: int, workers: int
         options = {"superword_from": transition} if tool == "superword" else {}
         _, merges = train_bpe(paths, vocab_size, SPECIAL_TOKENS, num_workers=workers, progress=False, **options)
         num_merges = len(merges)
+        return {"wall": time.perf_counter() - start, "num_merges": num_merges, "merges_sha256": merges_sha256(merges)}
     return {"wall": time.perf_counter() - start, "num_merges": num_merges}
 
 

@@ -40,8 +40,7 @@ def main() -> None:
         "corpus": [os.path.basename(path) for path in args.corpus],
         "bytes": sum(os.path.getsize(path) for path in args.corpus),
         "vocab_size": args.vocab_size, "superword_from": args.superword_from, "num_merges": len(merges),
-        "merges_sha256": hashlib.sha256("\n".join(f"{left.hex()} {right.hex()}" for left, right in merges)
-                                        .encode()).hexdigest(),
+        "merges_sha256": merges_sha256(merges),
         "vocab_sha256": hashlib.sha256("\n".join(f"{i} {token.hex()}" for i, token in sorted(vocab.items()))
                                        .encode()).hexdigest(),
         "seconds": round(time.perf_counter() - start, 1), "commit": commit,
@@ -49,6 +48,11 @@ def main() -> None:
     with open(args.json, "a", encoding="utf-8") as file:
         file.write(json.dumps(record) + "\n")
     print(json.dumps(record))
+
+
+def merges_sha256(merges: list[tuple[bytes, bytes]]) -> str:
+    """The sha256 of the merges: each merge's two tokens' hex joined by a space, one merge a line."""
+    return hashlib.sha256("\n".join(f"{left.hex()} {right.hex()}" for left, right in merges).encode()).hexdigest()
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ files, the workers of the first pass also write what they segmented (one file pe
 (`count_segmentation_files`), in a pool of worker processes. The counts are those of segmenting again: the same
 pre-tokens, counted as many times, in other batches.
 
-Not handled: the Ray engine (its actors' files would be on other machines), and a corpus big enough for the sample
-(it segments the corpus once, in the parts pass, with nothing before it to keep). The caller owns the directory and
+A corpus big enough for the sample segments the whole corpus once, in the parts pass: that pass keeps what it
+segmented, which only the passes at a lower cut read (when the sample missed a pair that matters).
+
+Not handled: the Ray engine (its actors' files would be on other machines). The caller owns the directory and
 removes it: the CLI's run directory (removed on every exit, and by the next run after a SIGKILL), or a temporary
 directory for the Python API. The files are used only when the directory's disk has room for them, twice over
 (`room_for`).

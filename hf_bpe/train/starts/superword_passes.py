@@ -26,8 +26,10 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    are cut again in the parent (`PartTally.recut`). After a pass that counted every pair, this one counts the parts
    only (`count_pairs=False`), as do the passes of step 3. The merge loop then runs over the distinct parts down to
    the cut: its merges and final segmentation are those of merging the whole documents.
-3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more),
-   the cut is lowered, the parts are counted again at it, and merging goes on from the merges made so far: each
+3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more:
+   the sample missed a pair that the exact counts put above the guess), the cut is lowered, the parts are counted
+   again at it (from the segmentation the parts pass kept, given a directory: a pass over the corpus costs a few
+   times as much), and merging goes on from the merges made so far: each
    part is split as the tokenizer made so far encodes it (the extension's start state,
    `base_words.continue_from_base`), which is the segmentation training reached (merges in rank order give the
    segmentation of merging them in turn). At a cut of 1 no pair is cut: only a corpus too small for the vocabulary
@@ -228,6 +230,7 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     num_merges = vocab_size - len(special_tokens) - len(ordinary)
     tokenizer = stage_one_tokenizer(stage_one)
     kept = None
+    keep_parts = False  # whether the parts pass keeps its segmentation, for the passes at lower cuts
     if num_merges > 0:
         every_pair = StageTwoPass(tokenizer, cut=False)
         id_bytes = every_pair.dtype.itemsize
@@ -237,11 +240,13 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         if not keep:
             sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
             guess = guess_last_count(sampled.totals, num_merges)
+            room = keep_segmentation_in is not None and room_for(
+                keep_segmentation_in, SAMPLE_EVERY * int(sampled.totals.sum()), id_bytes)
             if guess >= MIN_SAMPLED_GUESS:  # a pair counting the guess is sampled less than 4 sigma below it rarely
                 kept = sampled.frequent(max(guess - 4 * math.isqrt(guess), 1))
+                keep_parts = room
             else:  # too few occurrences sampled to tell the pairs that matter: all of them counted
-                keep = keep_segmentation_in is not None and room_for(
-                    keep_segmentation_in, SAMPLE_EVERY * int(sampled.totals.sum()), id_bytes)
+                keep = room
             del sampled
     exact = None  # the pairs, once a pass has counted them all
     if num_merges > 0 and kept is None:
@@ -251,7 +256,10 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         if keep:
             kept_files[:] = segmentation_files(every_pair.keep_in)
         kept = exact.frequent(max(guess_last_count(exact.totals, num_merges), 1))
-    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept, count_pairs=exact is None))
+    counted = count(StageTwoPass(tokenizer, cut=True, kept=kept, count_pairs=exact is None,
+                                 keep_in=keep_segmentation_in if keep_parts else None))
+    if keep_parts:
+        kept_files[:] = segmentation_files(keep_segmentation_in)  # type: ignore[arg-type]
     pairs, parts = counted.pairs if exact is None else exact, counted.parts
     del counted, exact
     guess = guess_last_count(pairs.totals, num_merges)  # now of the exact counts

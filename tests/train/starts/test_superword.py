@@ -121,15 +121,17 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
         return total
 
     results, kept_passes = [], []
-    # The last two ways count every pair in a pass of its own, which keeps its segmentation in files for the parts
-    # pass and the passes at lower cuts (`segmentation_files`), read in this process or in a pool of 2: after a
-    # sample too small to use, or with no sample (a small corpus's size given).
-    for cut, sample, keep_in_workers, corpus_bytes in ((0, 1, None, None), (guess, every, None, None),
-                                                       (guess, 1, workers, None), (guess, every, workers, 100)):
+    # Ways 3 and 4 count every pair in a pass of its own, which keeps its segmentation in files for the parts pass
+    # and the passes at lower cuts (`segmentation_files`), read in this process or in a pool of 2: after a sample
+    # too small to use, or with no sample (a small corpus's size given). Way 5 uses the sample, and its parts pass
+    # keeps its segmentation for the passes at lower cuts.
+    ways = ((0, 1, None, None, False), (guess, every, None, None, True), (guess, 1, workers, None, False),
+            (guess, every, workers, 100, False), (guess, every, workers, None, True))
+    for cut, sample, keep_in_workers, corpus_bytes, sample_used in ways:
         monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, cut=cut: cut)
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
         # 16: every pair counted in a pass of its own; 0: the sample is used.
-        monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 16 if cut == 0 or keep_in_workers else 0)
+        monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0 if sample_used else 16)
         monkeypatch.setattr(superword_passes, "SAMPLE_WINDOW", 8)  # windows of the longer texts
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
         passes.clear()
@@ -139,16 +141,18 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
                 stage_one, count_pass, 270 + merges, [ENDOFTEXT], token_counts=token_counts,
                 num_workers=keep_in_workers or 1, keep_segmentation_in=directory if keep_in_workers else None,
                 corpus_bytes=corpus_bytes,
-                on_kept_pass=lambda seconds, counted, way=corpus_bytes: kept_passes.append(way))
+                on_kept_pass=lambda seconds, counted, way=(corpus_bytes, sample_used): kept_passes.append(way))
         results.append((trained, token_counts.tolist()))
-        if keep_in_workers:  # every pair counted, after a sample unless the size was given; no text read again
+        if keep_in_workers and sample_used:  # the sample, then the parts kept; no text read again
+            assert passes == [False, True] and pairs_known == [False]
+        elif keep_in_workers:  # every pair counted, after a sample unless the size was given; no text read again
             assert passes == [False] * (2 if corpus_bytes is None else 1)
-        elif cut:  # the sample used: the parts counted with every pair, then alone at lower cuts
+        elif sample_used:  # the parts counted with every pair, then alone at lower cuts
             assert pairs_known[:1] == [False] and all(pairs_known[1:])
         else:  # every pair counted in a pass of its own: the parts passes count no pair again
             assert all(pairs_known)
-    assert results[0] == results[1] == results[2] == results[3]
-    assert None in kept_passes and 100 in kept_passes  # the last two ways read the files
+    assert all(result == results[0] for result in results)
+    assert (None, False) in kept_passes and (100, False) in kept_passes  # ways 3 and 4 read the files
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
