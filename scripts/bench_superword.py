@@ -57,8 +57,8 @@ def train(tool: str, corpus: str, vocab_size: int, transition: int, workers: int
 
         options = {"superword_from": transition} if tool == "superword" else {}
         _, merges = train_bpe(paths, vocab_size, SPECIAL_TOKENS, num_workers=workers, progress=False, **options)
-        num_merges = len(merges)
-        return {"wall": time.perf_counter() - start, "num_merges": num_merges, "merges_sha256": merges_sha256(merges)}
+        wall = time.perf_counter() - start
+        return {"wall": wall, "num_merges": len(merges), "merges_sha256": merges_sha256(merges)}
     return {"wall": time.perf_counter() - start, "num_merges": num_merges}
 
 

@@ -33,7 +33,8 @@ from hf_bpe.common.parallel import default_num_workers, process_pool, worker_sta
 
 T = TypeVar("T")
 SUFFIX = ".npz"
-Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # ids end to end, lengths in ids, counts (`segmented_arrays`)
+# Ids end to end, lengths in ids, counts (`StageOneTokenizer.segmented_arrays`).
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def save_segmentation(directory: str | Path, arrays: Arrays) -> None:

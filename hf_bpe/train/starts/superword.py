@@ -28,7 +28,6 @@ from which stage. Plain reference: `hf_bpe.train._reference.reference_superword_
 from __future__ import annotations
 
 import operator
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import filterfalse
@@ -36,7 +35,6 @@ from itertools import filterfalse
 import numpy as np
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.encode.cache import ID_DTYPE
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
@@ -139,7 +137,9 @@ class StageOneTokenizer(Tokenizer):
     @property
     def segment_dtype(self) -> np.dtype:
         """The dtype of `segment_arrays`' ids: the smallest unsigned one that holds every id (`segment_dtype`)."""
-        return segment_dtype(max(self.vocab, default=0) + 1)
+        if not hasattr(self, "_segment_dtype"):  # looked up for every batch: the vocab is not gone over each time
+            self._segment_dtype = segment_dtype(max(self.vocab, default=0) + 1)
+        return self._segment_dtype
 
     def segment_arrays(self, words: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """The ids of each word (the encoder's, as `merge_pretoken_bytes` gives them), every word's end to end in
@@ -168,15 +168,6 @@ class StageOneTokenizer(Tokenizer):
             return np.zeros(0, dtype=self.segment_dtype), np.zeros(0, dtype=np.int64)
         return (np.concatenate([ids for ids, _ in segmented]),
                 np.concatenate([lengths for _, lengths in segmented]))
-
-    def segment_counts(self, counts: Mapping[bytes, int]) -> Counter[bytes]:
-        """The counts of stage-2 pre-tokens keyed by their stage-1 ids (`segment_arrays`, packed as bytes) instead
-        of their bytes."""
-        ids, lengths, frequencies = self.segmented_arrays(counts)
-        packed, size = ids.tobytes(), ids.dtype.itemsize
-        ends = (np.cumsum(lengths) * size).tolist()
-        # The encoding is one-to-one: no two pre-tokens have the same ids.
-        return Counter(dict(zip([packed[begin:stop] for begin, stop in zip([0, *ends], ends)], frequencies.tolist())))
 
     def segmented_arrays(self, counts: Mapping[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The stage-2 pre-tokens of `counts` segmented (`segment_arrays`), with their counts (int64): what the
@@ -241,12 +232,11 @@ class StageOneTokenizer(Tokenizer):
 
     def _merge_batch(self, pieces: list[bytes]) -> list[bytes]:
         """The ids of `pieces` (merged as pre-tokens, not cut) packed in `segment_dtype`."""
+        ids, sizes = self.merge_pretoken_arrays(pieces)
         dtype = self.segment_dtype
-        packed = self.merge_pretoken_bytes(pieces)
-        ends = (np.cumsum(np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)))
-                // ID_DTYPE.itemsize * dtype.itemsize).tolist()
-        converted = np.frombuffer(b"".join(packed), ID_DTYPE).astype(dtype).tobytes()
-        return [converted[begin:stop] for begin, stop in zip([0, *ends], ends)]
+        packed = ids.astype(dtype).tobytes()
+        ends = (np.cumsum(sizes) * dtype.itemsize).tolist()
+        return [packed[begin:stop] for begin, stop in zip([0, *ends], ends)]
 
 
 # A piece of at most this many bytes is told apart by one uint64: its length in the top byte, then its bytes.

@@ -10,7 +10,7 @@ only where the totals are compared with a cut, uint64 (`np.add.at`) for token co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -32,21 +32,14 @@ def segment_dtype(num_ids: int) -> np.dtype:
     return np.dtype(np.uint16) if num_ids <= 1 << 16 else np.dtype(np.uint32)
 
 
-def segmented_arrays(segmented: Mapping[bytes, int], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`segmented` ({stage-1 ids packed in `dtype`: count}) as arrays: every pre-token's ids end to end, their
-    lengths in ids and their counts (int64), what `arrays_words` takes (and `segmentation_files` keeps)."""
-    lengths = np.fromiter(map(len, segmented), dtype=np.int64, count=len(segmented)) // dtype.itemsize
-    counts = np.fromiter(segmented.values(), dtype=np.int64, count=len(segmented))
-    return np.frombuffer(b"".join(segmented), dtype=dtype), lengths, counts
-
-
 def arrays_words(data: np.ndarray, lengths: np.ndarray, counts: np.ndarray, token_bytes: list[bytes | None],
                  token_counts: np.ndarray | None = None) -> _Words:
-    """The merge loop's start state from segmented pre-tokens (`segmented_arrays`' arrays): those of two or more
-    tokens as words (their ids end to end); the counts of the others go to `token_counts`.
+    """The merge loop's start state from segmented pre-tokens (every pre-token's ids end to end, their lengths in
+    ids and their counts, as `StageOneTokenizer.segmented_arrays` gives them): those of two or more tokens as words
+    (their ids end to end); the counts of the others go to `token_counts`.
 
-    >>> segmented = {np.array([5, 6], np.uint16).tobytes(): 2, np.array([7], np.uint16).tobytes(): 4}
-    >>> words = arrays_words(*segmented_arrays(segmented, np.dtype(np.uint16)), [None] * 8)
+    >>> data, lengths, counts = np.array([5, 6, 7], np.uint16), np.array([2, 1]), np.array([2, 4])
+    >>> words = arrays_words(data, lengths, counts, [None] * 8)
     >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist(), words.first_new_id
     ([5, 6], [2], [2], 8)
     """
@@ -251,4 +244,4 @@ def key_bytes(keys: np.ndarray, num_bytes: int) -> np.ndarray:
 
 
 __all__ = ["PAIR_BLOCK", "PairCounts", "byte_order_keys", "cut_at_rare_pairs", "guess_last_count", "key_bytes",
-           "segment_dtype", "segmented_arrays", "arrays_words"]
+           "segment_dtype", "arrays_words"]

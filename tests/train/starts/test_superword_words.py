@@ -21,12 +21,18 @@ from hf_bpe.train.starts.superword_words import (
     guess_last_count,
     key_bytes,
     segment_dtype,
-    segmented_arrays,
 )
 from hf_bpe.train.starts.tallies import PartTally
 
 # Ids at the bounds of uint16 and of what 16 and 32 bits hold.
 WIDE_IDS = [0, 1, 255, 65534, 65535, 65536, 70000, (1 << 21) - 1]
+
+
+def packed_arrays(segmented: Counter[bytes], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """{pre-token's ids packed in `dtype`: count} as `arrays_words` takes them: ids end to end, lengths, counts."""
+    lengths = np.fromiter(map(len, segmented), dtype=np.int64, count=len(segmented)) // dtype.itemsize
+    counts = np.fromiter(segmented.values(), dtype=np.int64, count=len(segmented))
+    return np.frombuffer(b"".join(segmented), dtype=dtype), lengths, counts
 
 
 def plain_cut(words: list[tuple[list[int], int]], cut_below: int) -> tuple[Counter, Counter, Counter]:
@@ -71,7 +77,7 @@ def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple
         segmented[np.array(tokens, dtype=dtype).tobytes()] += frequency
     num_ids = max(alphabet) + 1
     token_counts = np.zeros(num_ids, dtype=np.uint64)
-    start_state = arrays_words(*segmented_arrays(segmented, dtype), [None] * num_ids, token_counts)
+    start_state = arrays_words(*packed_arrays(segmented, dtype), [None] * num_ids, token_counts)
     assert not token_counts.any()  # every word has two tokens or more
     pairs = PairCounts(start_state)
     expected_pairs, expected_parts, expected_single = plain_cut(words, cut_below)
@@ -118,7 +124,7 @@ def test_the_packed_dtype_is_the_smallest_that_holds_every_id() -> None:
 
 
 def test_no_words_make_no_pairs_and_no_parts() -> None:
-    start_state = arrays_words(*segmented_arrays({}, np.dtype(np.uint16)), [None] * 256)
+    start_state = arrays_words(*packed_arrays(Counter(), np.dtype(np.uint16)), [None] * 256)
     pairs = PairCounts(start_state)
     assert len(pairs.distinct) == 0 and guess_last_count(pairs.totals, 10) == 0
     assert cut_at_rare_pairs(start_state, pairs, pairs.frequent(5)) == []
