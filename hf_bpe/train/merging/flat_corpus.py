@@ -100,6 +100,15 @@ def speculative_floor(frequencies: np.ndarray, num_merges: int) -> int:
     return floor if floor > 1 else 0
 
 
+def lowered_floor(floor: int) -> int:
+    """The floor after `FlatCorpus.lower_floor`: a quarter, or 0 below 8 (a power of two stays one).
+
+    >>> lowered_floor(64), lowered_floor(4)
+    (16, 0)
+    """
+    return floor // 4 if floor >= 8 else 0
+
+
 def _int32_array(size: int) -> tuple[array, np.ndarray]:
     """An `array('i')` of `size` zeros, and a numpy view of it (writes through either show in both).
 
@@ -255,7 +264,7 @@ class FlatCorpus:
         """
         floor, old_mask = self.floor, self.floor_mask
         if mask is None:
-            self.floor = floor // 4 if floor >= 8 else 0
+            self.floor = lowered_floor(floor)
         else:
             self.floor_mask = mask
         pair_counts = self.pair_counts

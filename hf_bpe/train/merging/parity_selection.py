@@ -40,7 +40,7 @@ from operator import or_
 
 import numpy as np
 
-from hf_bpe.train.merging.flat_corpus import FlatCorpus
+from hf_bpe.train.merging.flat_corpus import FlatCorpus, lowered_floor
 from hf_bpe.train.merging.queues import QUEUES
 
 
@@ -86,7 +86,7 @@ class FieldFloors:
         lowered) when no pair below `field`'s floor can be merged (it is 0, or at most `min_frequency`)."""
         if self.floors[field] <= max(min_frequency, 1):
             return False
-        self.floors = [floor // 4 if floor >= 8 else 0 for floor in self.floors]
+        self.floors = list(map(lowered_floor, self.floors))
         return True
 
 
