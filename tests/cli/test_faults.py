@@ -335,8 +335,10 @@ def test_the_progress_bar_counts_documents(tokenizer_dir, few_documents, tmp_pat
 
 # Each stage-2 pass of `hf-bpe train --superword-from` on the large corpus, as (the corpus given, which pass): given
 # as a path, a small corpus's size is known and its first pass counts every pair, its segmentation kept in files, and
-# the second counts the parts from the files; given as a file:// URL, its size is not known and a sample comes first.
-STAGE_TWO_PASSES = {"every pair": ("path", 1), "the kept parts": ("path", 2), "the sample": ("url", 1)}
+# the second counts the parts from the files; given as a file:// URL, its size is not known and a sample comes first,
+# then the parts pass, which keeps its segmentation in files (for passes at lower cuts).
+STAGE_TWO_PASSES = {"every pair": ("path", 1), "the kept parts": ("path", 2), "the sample": ("url", 1),
+                    "the parts after the sample": ("url", 2)}
 
 
 def superword_run_in_pass(out: Path, given: str, passes: int) -> subprocess.Popen:
