@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from operator import mul
 
 import numpy as np
@@ -32,10 +33,11 @@ from hf_bpe.train.merging.merge_loop import (
 from hf_bpe.train.merging.parity_selection import (
     FieldFloors,
     FieldQueue,
-    FieldView,
     PackedFields,
     ParitySelection,
 )
+
+SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
 
 
 def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], vocab_size: int,
@@ -94,17 +96,17 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
                              f"got {len(field_floors)}")
         floors = FieldFloors(fields, list(field_floors))
         corpus.floor_mask = floors.mask()
-        single_bytes = [(word[0], count * weight) for counts, weight in field_counts
-                        for word, count in counts.items() if len(word) == 1]  # in no pair: not in the store
+        single_bytes = [(byte[0], count * weight) for counts, weight in field_counts  # in no pair: not in the store
+                        for byte in SINGLE_BYTES if (count := counts.get(byte))]
         del field_counts
         if consume_counts:
             for counts in [*source_counts.values(), *(dev or {}).values()]:
                 counts.clear()  # type: ignore[attr-defined]
         token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
         token_keys = token_order_keys(token_bytes)
-        queues = [FieldQueue(FieldView(corpus.pair_counts, fields, field), token_keys, min_frequency,
-                             floors.floors[field]) for field in range(len(names))]
-        global_queue = (FieldQueue(FieldView(corpus.pair_counts, fields, len(names)), token_keys, min_frequency,
+        queues = [FieldQueue(corpus.pair_counts, fields, field, token_keys, min_frequency, floors.floors[field])
+                  for field in range(len(names))]
+        global_queue = (FieldQueue(corpus.pair_counts, fields, len(names), token_keys, min_frequency,
                                    floors.floors[len(names)]) if global_merges else None)
         selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                     ratios=None if ratios is None else [ratios[name] for name in names],
@@ -129,24 +131,32 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
     `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts. Also each word's
     training counts added up (Python ints), the frequencies of the final segmentation's token counts."""
     field_counts = [*training, *((counts, 1) for counts in dev)]
-    rows = {word: row for row, word in enumerate(dict.fromkeys(
-        word for counts, weight in field_counts if weight for word in counts if len(word) > 1))}
-    packed = np.zeros(len(rows), dtype=object)
-    summed = np.zeros(len(rows), dtype=object)
+    # Every word numbered by C-level calls (the single bytes, in no pair, taken out and sent to a scratch row) rather
+    # than by a Python filter over every word of every field.
+    rows = dict.fromkeys(chain.from_iterable(counts for counts, weight in field_counts if weight))
+    for byte in SINGLE_BYTES:
+        rows.pop(byte, None)
+    size = len(rows)
+    rows = dict(zip(rows, range(size)))
+    words = list(rows)
+    rows.update(zip(SINGLE_BYTES, repeat(size)))
+    packed = np.zeros(size + 1, dtype=object)
+    summed = np.zeros(size + 1, dtype=object)
     for field, (counts, weight) in enumerate(field_counts):
         if not weight:
             continue
-        words = [word for word in counts if len(word) > 1]
-        at = np.fromiter(map(rows.__getitem__, words), dtype=np.int64, count=len(words))
-        weighted = np.array([counts[word] * weight for word in words], dtype=object)
+        at = np.fromiter(map(rows.__getitem__, counts), dtype=np.int64, count=len(counts))
+        weighted = np.fromiter(counts.values(), dtype=object, count=len(counts))
+        if weight != 1:
+            weighted *= weight
         if field < len(training):
             summed[at] += weighted
         shift = (field + (pooled and field >= len(training))) * fields.width  # the dev fields follow the pooled one
-        packed[at] += weighted << shift
+        packed[at] += weighted << shift if shift else weighted
     if pooled:
         packed += summed << (len(training) * fields.width)
-    data, lengths, _ = words_of(dict.fromkeys(rows, 1))
-    return FlatCorpus(data, lengths, packed), summed
+    data, lengths, _ = words_of(dict.fromkeys(words, 1))
+    return FlatCorpus(data, lengths, packed[:size]), summed[:size]
 
 
 # Each language's floor guesses the count of its last merge as if it got this many times an even share of the merges

@@ -12,8 +12,8 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
   every field at once, with no carry between fields. So the store is the plain `FlatCorpus`, whose frequencies
   are these ints (in an object array): a word found in many languages is merged once, and its pairs' counts
   updated once.
-* **Queues.** Each language's `_BucketQueue` looks its pairs' counts up through a view of its field
-  (`FieldView`); a merge's created pairs are handed to the queues of the languages in which they occur. The queues'
+* **Queues.** Each language's `_BucketQueue` ranks the pairs by its field of their packed counts (its `field`);
+  a merge's created pairs are handed to the queues of the languages in which they occur. The queues'
   invariant (a created pair never counts more than the bucket being drained) holds per field, whichever language
   chose the merge.
 * **Lengths.** The lengths that choose the language (the dev sets, or the training words for ratios and for
@@ -34,9 +34,10 @@ Not handled: the `strings` store and the heap queue (the loop's plain alternativ
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import reduce
-from operator import or_
+from itertools import compress, repeat
+from operator import and_, or_, rshift, sub
 
 import numpy as np
 
@@ -90,41 +91,23 @@ class FieldFloors:
         return True
 
 
-class FieldView:
-    """One field of packed pair counts, as the mapping a queue looks counts up in (`get`, `items`)."""
-
-    __slots__ = ("counts", "shift", "mask")
-
-    def __init__(self, counts: dict[str, int], fields: PackedFields, field: int) -> None:
-        self.counts, self.shift, self.mask = counts, field * fields.width, fields.mask
-
-    def get(self, pair: str, default: int = 0) -> int:
-        packed = self.counts.get(pair)
-        return default if packed is None else (packed >> self.shift) & self.mask
-
-    def items(self) -> list[tuple[str, int]]:
-        return [(pair, count) for pair, packed in self.counts.items() if (count := (packed >> self.shift) & self.mask)]
-
-
 class FieldQueue:
-    """A queue of one field's pairs, best first; `pop` gives None once none is left or the best counts less than
-    `min_frequency`."""
+    """A queue of one field's pairs (`field` of the packed `pair_counts`), best first; `pop` gives None once none is
+    left or the best counts less than `min_frequency`."""
 
-    def __init__(self, view: FieldView, token_keys: list[str], min_frequency: int = 0, floor: int = 0) -> None:
-        self.view, self.min_frequency = view, min_frequency
-        self.queue = QUEUES["buckets"](dict(view.items()), token_keys, floor)
-        self.queue.pair_counts = view  # filed from a plain dict (faster), looked up through the view from now on
+    def __init__(self, pair_counts: dict[str, int], fields: PackedFields, field: int, token_keys: list[str],
+                 min_frequency: int = 0, floor: int = 0) -> None:
+        self.pair_counts, self.min_frequency = pair_counts, min_frequency
+        self.shift, self.mask = field * fields.width, fields.mask
+        self.queue = QUEUES["buckets"](pair_counts, token_keys, floor, field=(self.shift, self.mask))
+        self.add = self.queue.add  # the pairs a merge created (packed counts): those that occur in this field
 
     def pop(self) -> str | None:
         pair = self.queue.pop()
-        if pair is None or (self.min_frequency > 1 and self.view.get(pair) < self.min_frequency):
+        if pair is None or (self.min_frequency > 1
+                            and self.pair_counts.get(pair, 0) >> self.shift & self.mask < self.min_frequency):
             return None
         return pair
-
-    def add(self, created: Mapping[str, int]) -> None:
-        """File the pairs a merge created that occur in this field (their packed counts)."""
-        shift, mask = self.view.shift, self.view.mask
-        self.queue.add({pair: count for pair, packed in created.items() if (count := (packed >> shift) & mask)})
 
 
 class ParitySelection:
@@ -142,9 +125,9 @@ class ParitySelection:
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
                  global_queue: FieldQueue | None = None, global_merges: int = 0,
                  floors: FieldFloors | None = None) -> None:
-        self.corpus, self.fields, self.queues, self.tokens = corpus, fields, list(queues), list(tokens)
+        self.corpus, self.fields, self.queues = corpus, fields, list(queues)
         self.dev_fields, self.ratios = dev_fields, ratios
-        self.initial = self.tokens[:len(self.queues)]
+        self.initial = tokens[:len(self.queues)]
         self.variant, self.window_size = variant, window_size
         self.share = alpha / len(self.queues)  # the most of the window a language may have had
         self.window: deque[int] = deque()
@@ -156,9 +139,11 @@ class ParitySelection:
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
                           else set())
         self.chosen: int | None = None
-        # The fields whose lengths are kept (those that choose), and each language's field bits.
-        self.length_shifts = [(field, field * fields.width) for field in
-                              (dev_fields if dev_fields is not None else range(len(self.queues)))]
+        # The lengths that choose (the dev fields', or the training fields'), each field's shift, and each
+        # language's field bits: updated and tested by C-level maps, as a merge touches few of the fields.
+        choosing = list(dev_fields if dev_fields is not None else range(len(self.queues)))
+        self.lengths = [tokens[field] for field in choosing]
+        self.length_shifts = [field * fields.width for field in choosing]
         self.field_masks = [fields.mask << (field * fields.width) for field in range(len(self.queues))]
 
     def pop(self) -> str | None:
@@ -207,25 +192,23 @@ class ParitySelection:
             words = corpus.word_of[positions[corpus.symbols[positions] == ord(new_token)]].tolist()
             count = sum(map(corpus.frequency_array.__getitem__, words))
         if count:
-            tokens, mask = self.tokens, self.fields.mask
-            for field, shift in self.length_shifts:
-                tokens[field] -= (count >> shift) & mask
+            self.lengths = list(map(sub, self.lengths, map(and_, map(rshift, repeat(count), self.length_shifts),
+                                                            repeat(self.fields.mask))))
         if self.global_queue is not None and self.merges_made >= self.global_merges:
             self.global_queue = None  # the global merges are made: its memory goes
         if not created:
             return
         present = reduce(or_, created.values())  # a field's bits are set where some created pair occurs
-        for field_mask, queue in zip(self.field_masks, self.queues):
-            if present & field_mask:
-                queue.add(created)
+        for queue in compress(self.queues, map(and_, repeat(present), self.field_masks)):
+            queue.add(created)
         if self.global_queue is not None:
             self.global_queue.add(created)
 
     def _need(self) -> list[float] | list[int]:
         """Each language's need of a merge, the greatest first (the reference's expressions, the same floats)."""
         if self.dev_fields is not None:
-            return list(map(self.tokens.__getitem__, self.dev_fields))
-        current = self.tokens[:len(self.queues)]
+            return self.lengths
+        current = self.lengths
         if self.ratios is not None:  # the smaller the adjusted compression, the greater the need
             return [-(initial / max(tokens, 1)) / ratio for initial, tokens, ratio in zip(self.initial, current,
                                                                                           self.ratios)]
@@ -233,10 +216,12 @@ class ParitySelection:
 
     def _choose(self) -> int:
         need = self._need()
+        if self.variant != "window" and not self.exhausted:
+            return need.index(max(need))  # the first of equal needs: the first language wins a tie
         candidates = ([index for index in range(len(need)) if index not in self.exhausted] if self.exhausted
                       else range(len(need)))
         if self.variant != "window":
-            return max(candidates, key=need.__getitem__)  # the first of equal needs: the first language wins a tie
+            return max(candidates, key=need.__getitem__)
         ranked = sorted(candidates, key=lambda index: (-need[index], index))
         counts, size, share = self.window_counts, self.window_size, self.share
         chosen = next((index for index in ranked if counts[index] / size <= share), ranked[-1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from itertools import compress, repeat
-from operator import eq, not_
+from operator import and_, eq, not_, rshift
 
 MAX_PAIR_COUNT = (1 << 63) - 1  # `merge_loop._Words.check_totals` refuses counts that could reach it
 
@@ -66,11 +66,18 @@ class _BucketQueue:
     pair, the largest part of the merge loop's memory (there are about as many pairs as distinct pre-tokens).
     """
 
-    def __init__(self, pair_counts: dict[str, int], token_keys: list[str], floor: int = 0) -> None:
+    def __init__(self, pair_counts: dict[str, int], token_keys: list[str], floor: int = 0,
+                 field: tuple[int, int] | None = None) -> None:
+        """`field`, (shift, mask): `pair_counts` holds packed counts (parity-aware training's, see
+        `parity_selection.PackedFields`) and this queue ranks the pairs by one field of them, `(packed >> shift) &
+        mask`, filing none that counts 0 there. Its extraction is done here, in C-level maps where it can be, rather
+        than by a view whose lookups would each be a Python call."""
         self.pair_counts, self.token_keys, self.floor = pair_counts, token_keys, floor
+        self.shift, self.mask = field if field is not None else (0, -1)
         self.buckets: dict[int, list[str]] = defaultdict(list)
         for pair, count in pair_counts.items():
-            self.buckets[count].append(pair)
+            if count := count >> self.shift & self.mask:
+                self.buckets[count].append(pair)
         self.bucket_counts = [-count for count in self.buckets]  # a max-heap of the counts with a bucket
         heapq.heapify(self.bucket_counts)
         self.top_count = MAX_PAIR_COUNT  # the count of `top`, the bucket being drained
@@ -78,12 +85,12 @@ class _BucketQueue:
 
     def pop(self) -> str | None:
         """Remove and return the pair with the highest count (ties: the greater bytes), or None when none is left."""
-        pair_counts, heappop = self.pair_counts, heapq.heappop
+        pair_counts, heappop, shift, mask = self.pair_counts, heapq.heappop, self.shift, self.mask
         while True:
             top, top_count = self.top, self.top_count
             while top:
                 _, pair = heappop(top)
-                count = pair_counts.get(pair, 0)
+                count = pair_counts.get(pair, 0) >> shift & mask
                 if count == top_count:
                     return pair
                 if count:
@@ -94,7 +101,11 @@ class _BucketQueue:
             # Most pairs of a bucket fell since they were filed: only those still at its count get an order key and
             # a place in the heap, the others are filed at their count now (pairs merged away, at 0, are dropped).
             pairs = self.buckets.pop(top_count)
-            counts = list(map(pair_counts.get, pairs))
+            if mask == -1:
+                counts = list(map(pair_counts.get, pairs))
+            else:
+                counts = list(map(and_, map(rshift, map(pair_counts.get, pairs, repeat(0)), repeat(shift)),
+                                  repeat(mask)))
             current = list(map(eq, counts, repeat(top_count)))
             for pair, count in compress(zip(pairs, counts), map(not_, current)):
                 if count:
@@ -105,9 +116,11 @@ class _BucketQueue:
             heapq.heapify(self.top)
 
     def add(self, created: dict[str, int]) -> None:
-        """Add the pairs a merge created, with their counts."""
-        buckets, top_count = self.buckets, self.top_count
+        """Add the pairs a merge created, with their counts (packed, with a `field`: those at 0 in it are not)."""
+        buckets, top_count, shift, mask = self.buckets, self.top_count, self.shift, self.mask
         for pair, count in created.items():
+            if not (count := count >> shift & mask):
+                continue
             bucket = buckets.get(count) if count < top_count else None
             if bucket is None:
                 self._file(count, pair)
