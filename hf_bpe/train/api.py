@@ -28,7 +28,7 @@ from hf_bpe.train.checks import (
     report_training,
 )
 from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
-from hf_bpe.train.counting.sources import check_source_files, count_sources_in_files, source_paths
+from hf_bpe.train.counting.sources import check_source_files, count_source_groups_in_files, source_paths
 from hf_bpe.train.counting.weights import pooled_counts, source_weights
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge, _Words, vocab_of_merges
 from hf_bpe.train.starts.superword import check_superword_options
@@ -131,7 +131,7 @@ def _train_sources(sources: Sources, vocab_size: int, specials: list[str], count
                    parity: dict[str, Any] | None, *, verbose: bool, min_frequency: int, max_token_length: int | None
                    ) -> tuple[Vocab, Merges]:
     """`train_bpe` on named sources: every option and file checked, the integer weights found, then one counting
-    pass over the sources (and one over the dev sets), and the merge loop on the weighted counts added up, or
+    pass over the sources and the dev sets, and the merge loop on the weighted counts added up, or
     parity-aware on each source's."""
     paths = source_paths(sources)
     names = list(paths)
@@ -150,14 +150,15 @@ def _train_sources(sources: Sources, vocab_size: int, specials: list[str], count
         check_source_files(dev_paths, "dev set")
     integers, _ = source_weights(sizes, weights, sampling_temperature)
     start = time.perf_counter()
-    counts = count_sources_in_files(paths, specials, **counting)
+    groups = {"source": paths} | ({} if dev_paths is None else {"dev set": dev_paths})
+    counted = count_source_groups_in_files(groups, specials, **counting)  # the dev sets in the same pass
+    counts, dev_counts = counted["source"], counted.get("dev set")
     if parity is None:
         words = _Words.of_counts(pooled_counts(counts, integers, consume=True))
         return _train(words, vocab_size, specials, counting["progress"], verbose, time.perf_counter() - start,
                       min_frequency=min_frequency, max_token_length=max_token_length)
     from hf_bpe.train.parity import train_parity_from_counts
 
-    dev_counts = None if dev_paths is None else count_sources_in_files(dev_paths, specials, what="dev set", **counting)
     return train_parity_from_counts(counts, vocab_size, specials, dev=dev_counts, ratios=parity["ratios"],
                                     variant=parity["variant"], window_size=parity["window_size"],
                                     alpha=parity["alpha"], global_merges=parity["global_merges"],

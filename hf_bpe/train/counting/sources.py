@@ -150,16 +150,38 @@ def count_sources_in_files(sources: Mapping[str, PathArg | Sequence[PathArg]], s
     `RayCountingEngine`). InputError naming the source (`what` says what it is: "dev set" for parity's dev sets)
     when it has no text: its files are all empty, or hold only special tokens.
     """
+    return count_source_groups_in_files({what: sources}, special_tokens, num_workers=num_workers, engine=engine,
+                                        pattern=pattern, errors=errors, chunk_bytes=chunk_bytes, progress=progress,
+                                        stats=stats)[what]
+
+
+def count_source_groups_in_files(groups: Mapping[str, Mapping[str, PathArg | Sequence[PathArg]]],
+                                 special_tokens: Sequence[str] = (), *, num_workers: int | None = None,
+                                 engine: CountingEngine | None = None, pattern: str | None = None,
+                                 errors: str = "strict", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                                 progress: bool | None = None, stats: CountStats | None = None
+                                 ) -> dict[str, dict[str, Counter[bytes]]]:
+    """`count_sources_in_files` for several groups of sources at once, each named by what its sources are ("source",
+    "dev set"), in one pass over all their files (one pool, one progress bar: parity-aware training's sources and
+    dev sets). Returns each group's counts by source name; errors name the group's `what`."""
     specials, regex = check_file_options(special_tokens, pattern, errors, chunk_bytes, num_workers)
-    paths = source_paths(sources, what)
-    sizes = check_source_files(paths, what)
-    tasks = [(index, *chunk) for index, name in enumerate(paths)
-             for chunk in file_chunks(paths[name], sizes[name], specials, regex, chunk_bytes, errors, stats)]
-    total = sum(map(sum, sizes.values()))
+    paths = {what: source_paths(sources, what) for what, sources in groups.items()}
+    sizes = {what: check_source_files(group, what) for what, group in paths.items()}
+    named = [(what, name) for what, group in paths.items() for name in group]
+    tasks = [(index, *chunk) for index, (what, name) in enumerate(named)
+             for chunk in file_chunks(paths[what][name], sizes[what][name], specials, regex, chunk_bytes, errors,
+                                      stats)]
+    total = sum(sum(map(sum, group.values())) for group in sizes.values())
     engine = engine if engine is not None else files_engine(num_workers, total)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit="B", unit_scale=True) as bar:
         counted = engine.count(tasks, _SourceFileTask(errors, regex), specials, bar)
-    return _by_name(counted, list(paths), f"{what} {{name}} has no text: nothing but special tokens")
+    counts, first = {}, 0
+    tables = _by_source(counted)
+    for what, group in paths.items():
+        counts[what] = _by_name(tables, list(group), f"{what} {{name}} has no text: nothing but special tokens",
+                                first)
+        first += len(group)
+    return counts
 
 
 def count_sources_in_iterators(sources: Mapping[str, Iterable[str]], special_tokens: Sequence[str] = (), *,
@@ -187,7 +209,7 @@ def count_sources_in_iterators(sources: Mapping[str, Iterable[str]], special_tok
         tasks = _chain(first, tasks)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
         counted = engine.count(tasks, _SourceBatchTask(regex), specials, bar)
-    return _by_name(counted, names, f"{what} {{name}} has no text")
+    return _by_name(_by_source(counted), names, f"{what} {{name}} has no text")
 
 
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
@@ -195,14 +217,19 @@ def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
-def _by_name(counted: Any, names: list[str], no_text: str) -> dict[str, Counter[bytes]]:
-    """The engine's `SourceCounts` by source name; InputError (`no_text`, formatted with the name) for a source
-    with no pre-token."""
-    tables = counted.by_source() if isinstance(counted, SourceCounts) else {}
-    for index, name in enumerate(names):
+def _by_source(counted: Any) -> dict[int, Counter[bytes]]:
+    """What the engine counted (a `SourceCounts`, or nothing counted), by source number; the tally is empty after."""
+    return counted.by_source() if isinstance(counted, SourceCounts) else {}
+
+
+def _by_name(tables: dict[int, Counter[bytes]], names: list[str], no_text: str, first: int = 0
+             ) -> dict[str, Counter[bytes]]:
+    """Counts by source number (`_by_source`) by source name, the sources numbered from `first`; InputError
+    (`no_text`, formatted with the name) for a source with no pre-token."""
+    for index, name in enumerate(names, start=first):
         if not tables.get(index):
             raise InputError(no_text.format(name=name))
-    return {name: tables[index] for index, name in enumerate(names)}
+    return {name: tables[index] for index, name in enumerate(names, start=first)}
 
 
 # --- the tasks -----------------------------------------------------------------------------------------------------
@@ -235,5 +262,5 @@ class _SourceBatchTask:
         return getattr(batch, "texts", len(batch))
 
 
-__all__ = ["NAME_REGEX", "SourceCounts", "add_to_source", "check_source_files",
+__all__ = ["NAME_REGEX", "SourceCounts", "add_to_source", "check_source_files", "count_source_groups_in_files",
            "count_sources_in_files", "count_sources_in_iterators", "parse_sources", "source_paths"]

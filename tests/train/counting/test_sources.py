@@ -27,6 +27,7 @@ from hf_bpe.train.counting.source_counts import number_pretokens, summed
 from hf_bpe.train.counting.sources import (
     SourceCounts,
     add_to_source,
+    count_source_groups_in_files,
     count_sources_in_files,
     count_sources_in_iterators,
     parse_sources,
@@ -262,6 +263,22 @@ def test_a_source_of_special_tokens_only_is_named(tmp_path: Path) -> None:
         count_sources_in_files({"en": FIXTURES / "german.txt", "de": tmp_path / "eot.txt"}, [EOT])
     with pytest.raises(InputError, match=r"^source de has no text$"):
         count_sources_in_iterators({"en": ["a"], "de": []}, num_workers=1)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_groups_counted_in_one_pass_count_as_each_alone(tmp_path: Path, workers: int) -> None:
+    """Parity-aware training counts its sources and dev sets in one pass: the same counts as a pass for each, and a
+    dev set with no text named as one, after the sources' counts (the tally handed over once)."""
+    (tmp_path / "dev.en").write_text("a dev set" + EOT + "for en")
+    (tmp_path / "eot.txt").write_text(EOT * 3)
+    sources = {"en": FIXTURES / "german.txt", "de": [FIXTURES / "german.txt", tmp_path / "dev.en"]}
+    dev = {"en": tmp_path / "dev.en", "de": FIXTURES / "german.txt"}
+    counted = count_source_groups_in_files({"source": sources, "dev set": dev}, [EOT], num_workers=workers)
+    assert counted == {"source": count_sources_in_files(sources, [EOT], num_workers=workers),
+                       "dev set": count_sources_in_files(dev, [EOT], num_workers=workers, what="dev set")}
+    with pytest.raises(InputError, match=r"^dev set de has no text: nothing but special tokens$"):
+        count_source_groups_in_files({"source": sources, "dev set": {"en": dev["en"], "de": tmp_path / "eot.txt"}},
+                                     [EOT], num_workers=workers)
 
 
 def test_bad_sources_arguments(tmp_path: Path) -> None:
