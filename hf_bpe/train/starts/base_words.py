@@ -70,7 +70,8 @@ def base_words(counts: Mapping[bytes, int], base: Tokenizer, token_counts: np.nd
     shift = pair_shift(largest)
     pieces, lengths, kept, pair_runs = [], [], [], []
     first_position = 1  # the flat store's: a separator, then each word and a separator
-    for (start, stop), (ids, sizes) in zip(bounds, _segmented(pretokens, base, bounds, num_workers)):
+    segmented = _segmented(pretokens, pretoken_lengths[order], base, bounds, num_workers)
+    for (start, stop), (ids, sizes) in zip(bounds, segmented):
         several = sizes > 1
         pieces.append(ids[np.repeat(several, sizes)].astype(np.int32))
         lengths.append(sizes[several])
@@ -154,10 +155,10 @@ def compact_ids(words: _Words) -> tuple[_Words, np.ndarray]:
     return compact, ids
 
 
-def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, int]], num_workers: int
-               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _segmented(pretokens: list[bytes], lengths: np.ndarray, base: Tokenizer, bounds: list[tuple[int, int]],
+               num_workers: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Each batch of `bounds` as the base encodes it (`Tokenizer.merge_pretoken_arrays`), in order: in this process,
-    or in a pool of `num_workers`."""
+    or in a pool of `num_workers`. `lengths`: the pre-tokens' lengths."""
     workers = min(num_workers, len(bounds))
     # Spawned workers (threads running here, as after `ray.init`) would import hf_bpe and unpickle the pre-tokens
     # and the base: about what splitting them costs. A daemonic process (a pool's worker) may not have children.
@@ -169,13 +170,19 @@ def _segmented(pretokens: list[bytes], base: Tokenizer, bounds: list[tuple[int, 
     # their bytes, while the workers use both cores.
     ids_dtype = segment_dtype(max(base.vocab, default=0) + 1)
     base._tables()  # the merge kernel's tables, built once here: the workers fork after, and share them
-    with process_pool(workers, (pretokens, base, ids_dtype)) as pool:
+    # The workers read the pre-tokens from one bytes object, each batch's made afresh there: taking them from the
+    # inherited list would write every object's reference count, and copy, page by page, the memory of the
+    # pre-tokens into each worker (about as much as the parent holds, on a corpus of millions of them).
+    ends = np.cumsum(lengths)
+    with process_pool(workers, (b"".join(pretokens), ends - lengths, ends, base, ids_dtype)) as pool:
         yield from pool.imap(_segment_in_worker, bounds)
 
 
 def _segment_in_worker(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    pretokens, base, ids_dtype = worker_state()
-    ids, sizes = base.merge_pretoken_arrays(pretokens[bounds[0]:bounds[1]])
+    joined, starts, ends, base, ids_dtype = worker_state()
+    start, stop = bounds
+    words = list(map(joined.__getitem__, map(slice, starts[start:stop].tolist(), ends[start:stop].tolist())))
+    ids, sizes = base.merge_pretoken_arrays(words)
     return ids.astype(ids_dtype), sizes.astype(np.int32)
 
 
