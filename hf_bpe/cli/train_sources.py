@@ -79,15 +79,14 @@ class SourcePlan:
         """Count the sources (and dev sets): (the weighted counts added up for plain training, empty for parity, whose
         counts stay in `counts`), and what the training record says about them."""
         from hf_bpe.train.counting.count import CountStats, counting_engine
-        from hf_bpe.train.counting.sources import count_source_groups_in_files
+        from hf_bpe.train.counting.sources import count_sources_and_dev_sets
         from hf_bpe.train.counting.weights import pooled_counts
 
         stats = CountStats() if args.errors == "replace" else None
         options = {"num_workers": args.workers, "errors": args.errors, "progress": progress, "pattern": args.pattern,
                    "engine": counting_engine(args.engine, args.ray_address)}
-        groups = {"source": self.paths} | ({} if self.dev_paths is None else {"dev set": self.dev_paths})
-        counted = count_source_groups_in_files(groups, special_tokens, stats=stats, **options)  # one pass for both
-        self.counts, self.dev_counts = counted["source"], counted.get("dev set")
+        self.counts, self.dev_counts = count_sources_and_dev_sets(self.paths, self.dev_paths, special_tokens,
+                                                                  stats=stats, **options)
         sources = {name: {"files": [{"path": path, "bytes": size} for path, size in zip(paths, self.file_sizes[name])],
                           "bytes": sum(self.file_sizes[name]), "distinct_pretokens": len(self.counts[name])}
                    for name, paths in self.paths.items()}

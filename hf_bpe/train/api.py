@@ -28,7 +28,7 @@ from hf_bpe.train.checks import (
     report_training,
 )
 from hf_bpe.train.counting.count import Convert, count_pretokens_in_files, count_pretokens_in_iterator, counting_engine
-from hf_bpe.train.counting.sources import check_source_files, count_source_groups_in_files, source_paths
+from hf_bpe.train.counting.sources import check_source_files, count_sources_and_dev_sets, source_paths
 from hf_bpe.train.counting.weights import pooled_counts, source_weights
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge, _Words, vocab_of_merges
 from hf_bpe.train.starts.superword import check_superword_options
@@ -150,9 +150,7 @@ def _train_sources(sources: Sources, vocab_size: int, specials: list[str], count
         check_source_files(dev_paths, "dev set")
     integers, _ = source_weights(sizes, weights, sampling_temperature)
     start = time.perf_counter()
-    groups = {"source": paths} | ({} if dev_paths is None else {"dev set": dev_paths})
-    counted = count_source_groups_in_files(groups, specials, **counting)  # the dev sets in the same pass
-    counts, dev_counts = counted["source"], counted.get("dev set")
+    counts, dev_counts = count_sources_and_dev_sets(paths, dev_paths, specials, **counting)
     if parity is None:
         words = _Words.of_counts(pooled_counts(counts, integers, consume=True))
         return _train(words, vocab_size, specials, counting["progress"], verbose, time.perf_counter() - start,

@@ -184,6 +184,17 @@ def count_source_groups_in_files(groups: Mapping[str, Mapping[str, PathArg | Seq
     return counts
 
 
+def count_sources_and_dev_sets(sources: Mapping[str, PathArg | Sequence[PathArg]],
+                               dev_sets: Mapping[str, PathArg | Sequence[PathArg]] | None,
+                               special_tokens: Sequence[str] = (), **options: Any
+                               ) -> tuple[dict[str, Counter[bytes]], dict[str, Counter[bytes]] | None]:
+    """Each source's counts and, when `dev_sets` are given (parity-aware training's), each dev set's, counted in one
+    pass (`count_source_groups_in_files`, whose `options` these are); None for no dev sets."""
+    groups = {"source": sources} | ({} if dev_sets is None else {"dev set": dev_sets})
+    counted = count_source_groups_in_files(groups, special_tokens, **options)
+    return counted["source"], counted.get("dev set")
+
+
 def count_sources_in_iterators(sources: Mapping[str, Iterable[str]], special_tokens: Sequence[str] = (), *,
                                num_workers: int | None = None, engine: CountingEngine | None = None,
                                pattern: str | None = None, progress: bool | None = None, what: str = "source"
@@ -263,4 +274,5 @@ class _SourceBatchTask:
 
 
 __all__ = ["NAME_REGEX", "SourceCounts", "add_to_source", "check_source_files", "count_source_groups_in_files",
-           "count_sources_in_files", "count_sources_in_iterators", "parse_sources", "source_paths"]
+           "count_sources_and_dev_sets", "count_sources_in_files", "count_sources_in_iterators", "parse_sources",
+           "source_paths"]
