@@ -145,3 +145,16 @@ def test_bad_input_is_one_line_and_exit_2(corpus: Path, arguments: list[str], me
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.startswith("hf-bpe train: ") and message in result.stderr, result.stderr
     assert not (corpus / "tok").exists() and not [path for path in corpus.iterdir() if path.name.startswith(".")]
+
+
+def test_replaced_bytes_of_a_dev_set_are_recorded(corpus: Path) -> None:
+    """The dev sets are counted in the sources' pass: with --errors replace, their invalid UTF-8 is counted and
+    named in the record like the training text's."""
+    (corpus / "hi.dev").write_bytes((corpus / "hi.dev").read_bytes() + b"\xff\xfe")
+    result = hf_bpe_train(*(f"{name}={name}.txt" for name in NAMES), "--parity",
+                          *(f"--dev={name}={name}.dev" for name in NAMES), "--errors", "replace",
+                          "--vocab-size", "400", "--out", "tok", cwd=corpus)
+    assert result.returncode == 0, result.stderr
+    info = json.loads((corpus / "tok" / "hf_bpe_training.json").read_text())
+    assert info["replaced_bytes"] == 2
+    assert info["first_replacement"]["path"].endswith("hi.dev")
