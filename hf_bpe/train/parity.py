@@ -85,7 +85,7 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         if largest >= 1 << 63:  # the queues hold counts below 2^63, as plain training's do
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
         fields = PackedFields(largest.bit_length() + 1)  # no pair counts more than its field's tokens
-        corpus, pooled_frequencies = _packed_corpus(
+        corpus, pooled_frequencies, language_words = _packed_corpus(
             field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges))
         num_merges = vocab_size - 256 - len(specials)
         if field_floors is None:
@@ -111,7 +111,7 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                     ratios=None if ratios is None else [ratios[name] for name in names],
                                     variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
-                                    global_merges=global_merges, floors=floors)
+                                    global_merges=global_merges, floors=floors, language_words=language_words)
         del queues, global_queue
         id_merges = run_merge_loop(selection, num_merges, token_bytes, token_keys, progress,
                                    max_token_length=max_token_length)
@@ -126,7 +126,8 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
 
 
 def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Mapping[bytes, int]],
-                   fields: PackedFields, pooled: bool) -> tuple[FlatCorpus, np.ndarray]:
+                   fields: PackedFields, pooled: bool
+                   ) -> tuple[FlatCorpus, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """One store of the distinct words of two bytes or more, each word's frequency its counts packed: the languages'
     `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts. Also each word's
     training counts added up (Python ints), the frequencies of the final segmentation's token counts."""
@@ -142,8 +143,10 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
     rows.update(zip(SINGLE_BYTES, repeat(size)))
     packed = np.zeros(size + 1, dtype=object)
     summed = np.zeros(size + 1, dtype=object)
+    language_words = []
     for field, (counts, weight) in enumerate(field_counts):
         if not weight:
+            language_words.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
             continue
         at = np.fromiter(map(rows.__getitem__, counts), dtype=np.int64, count=len(counts))
         weighted = np.fromiter(counts.values(), dtype=object, count=len(counts))
@@ -151,17 +154,20 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
             weighted *= weight
         if field < len(training):
             summed[at] += weighted
+            in_store = at < size
+            language_words.append((at[in_store], weighted[in_store].astype(np.int64)))
         shift = (field + (pooled and field >= len(training))) * fields.width  # the dev fields follow the pooled one
         packed[at] += weighted << shift if shift else weighted
     if pooled:
         packed += summed << (len(training) * fields.width)
     data, lengths, _ = words_of(dict.fromkeys(words, 1))
-    return FlatCorpus(data, lengths, packed[:size]), summed[:size]
+    return FlatCorpus(data, lengths, packed[:size]), summed[:size], language_words
 
 
 # Each language's floor guesses the count of its last merge as if it got this many times an even share of the merges
-# (parity shares them unevenly); a guess too high costs a recount (`ParitySelection._lower_floor`), never a merge.
-FLOOR_SHARE = 4
+# (parity shares them unevenly). A guess too high costs a count of that language's words each time its floor is
+# halved (`ParitySelection._lower_floor`), never a merge; one too low keeps pairs that will never be merged.
+FLOOR_SHARE = 1
 
 
 def speculative_field_floors(training: list[tuple[Mapping[bytes, int], int]], pooled: np.ndarray | None,
@@ -170,7 +176,7 @@ def speculative_field_floors(training: list[tuple[Mapping[bytes, int], int]], po
     `speculative_floor` for FLOOR_SHARE times an even share of `num_merges`, and the `pooled` field's (the weighted
     sums, with global merges) is its floor for the `global_merges`; each rounded down to a power of two (or 0).
 
-    >>> speculative_field_floors([({b"ab": 40, b"cd": 9, b"ef": 3, b"x": 99}, 1), ({b"gh": 3}, 2)], None, 1, 0)
+    >>> speculative_field_floors([({b"ab": 40, b"cd": 9, b"ef": 3, b"x": 99}, 1), ({b"gh": 3}, 2)], None, 4, 0)
     [8, 0]
     """
     share = FLOOR_SHARE * num_merges // max(len(training), 1)

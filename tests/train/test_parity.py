@@ -59,6 +59,32 @@ def test_parity_equals_the_reference(case: dict) -> None:
                                     **case) == expected
 
 
+# More words, counting more, shared between languages: the pairs a language's lowered floor keeps also occur in other
+# languages' words, which must be counted and indexed too.
+shared_words = st.lists(words.filter(lambda word: len(word) > 1), min_size=4, max_size=12, unique=True)
+
+
+@st.composite
+def lowered_floor_cases(draw: st.DrawFn) -> dict:
+    pool = draw(shared_words)
+    n = draw(st.integers(2, 4))
+    sources = {f"l{index}": {word: draw(st.integers(1, 40)) for word in pool if draw(st.booleans())}
+               for index in range(n)}
+    dev = {name: {word: draw(st.integers(1, 5)) for word in pool if draw(st.booleans())} for name in sources}
+    floors = draw(st.lists(st.sampled_from([8, 16, 32, 64]), min_size=n, max_size=n))
+    return {"sources": sources, "dev": dev, "field_floors": floors, "vocab_size": 256 + draw(st.integers(5, 40))}
+
+
+@differential
+@given(lowered_floor_cases())
+def test_one_language_floor_lowered_at_a_time(case: dict) -> None:
+    """Every language's floor high, so that its queue runs dry and it is lowered alone, its words' pairs counted
+    (`keep_pairs_in_words`) and their occurrences in the other languages' words indexed."""
+    sources, vocab_size = case.pop("sources"), case.pop("vocab_size")
+    expected = reference_parity_train(sources, vocab_size, dev=case["dev"])
+    assert train_parity_from_counts(sources, vocab_size, progress=False, **case) == expected
+
+
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(parity_cases())
 def test_token_counts_are_the_final_segmentation(case: dict) -> None:

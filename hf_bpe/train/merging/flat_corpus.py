@@ -58,7 +58,7 @@ from operator import add, eq, is_not, not_, sub
 import numpy as np
 
 from hf_bpe.encode.merge_kernels import every_other_in_runs
-from hf_bpe.train.merging.pair_runs import PairRuns, distinct_codes, pair_shift, sorted_pair_runs
+from hf_bpe.train.merging.pair_runs import PairRuns, distinct_codes, id_chars, pair_keys, pair_shift, sorted_pair_runs
 
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
@@ -121,13 +121,15 @@ def _int32_array(size: int) -> tuple[array, np.ndarray]:
     return buffer, np.frombuffer(buffer, dtype=np.int32)
 
 
-def _chars(symbols: np.ndarray) -> str:
-    """The tokens `symbols` as one character each (surrogates included: token ids are any code points).
+def index_entries(keys: list[str], positions: np.ndarray, starts: list[int], stops: list[int]
+                  ) -> dict[str, np.ndarray | int]:
+    """The index entries of pairs `keys`: each one's `positions[start:stop]`, or that position alone when it has one.
 
-    >>> [ord(char) for char in _chars(np.array([97, 0xD800, 0x10FFFF]))] == [97, 0xD800, 0x10FFFF]
-    True
+    >>> index_entries(["ab", "cd"], np.array([4, 9, 2]), [0, 2], [2, 3])
+    {'ab': array([4, 9]), 'cd': 2}
     """
-    return symbols.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    return {key: positions[start:stop] if stop - start > 1 else first
+            for key, start, stop, first in zip(keys, starts, stops, positions[starts].tolist())}
 
 
 class FlatCorpus:
@@ -245,10 +247,8 @@ class FlatCorpus:
         del runs_of_blocks
         present = np.flatnonzero(kept)
         codes = distinct[present]
-        keys = list(map(add, _chars(codes >> shift), _chars(codes & ((1 << shift) - 1))))
-        starts, stops = (ends - sizes)[present].tolist(), ends[present].tolist()
-        self.index = {key: positions[start:stop] if stop - start > 1 else start_position
-                      for key, start, stop, start_position in zip(keys, starts, stops, positions[starts].tolist())}
+        keys = pair_keys(codes, shift)
+        self.index = index_entries(keys, positions, (ends - sizes)[present].tolist(), ends[present].tolist())
         return keys, totals[present].tolist()
 
     def _sorted_pairs(self, start: int, shift: int, with_counts: bool) -> PairRuns:
@@ -450,7 +450,7 @@ class FlatCorpus:
             sums = np.add.reduceat(weights.take(order, mode="wrap"), starts)  # both sides: the weights twice
             groups = codes.take(starts)
             on_left = int(groups.searchsorted(side_bit))
-            chars = _chars(groups & (side_bit - 1))
+            chars = id_chars(groups & (side_bit - 1))
             # Keys and counts by C-level maps: a merge may have thousands of distinct neighbours. A side's lost pairs
             # are distinct, but the two sides may share one ((right, left)): each side is counted off in turn.
             totals = sums.tolist()

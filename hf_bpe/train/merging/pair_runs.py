@@ -12,6 +12,7 @@ Not handled: negative ids (separators and dead positions are left out before the
 
 from __future__ import annotations
 
+from operator import add
 from typing import NamedTuple
 
 import numpy as np
@@ -102,3 +103,22 @@ def distinct_codes(codes_of_blocks: list[np.ndarray], bits: int) -> np.ndarray:
         return codes_of_blocks[0].astype(np.int64, copy=False)
     codes = np.concatenate([np.zeros(0, dtype=np.int64), *codes_of_blocks])
     return np.unique(codes.astype(np.uint32) if bits <= 32 else codes).astype(np.int64, copy=False)
+
+
+def id_chars(symbols: np.ndarray) -> str:
+    """The tokens `symbols` as one character each (surrogates included: token ids are any code points).
+
+    >>> [ord(char) for char in id_chars(np.array([97, 0xD800, 0x10FFFF]))] == [97, 0xD800, 0x10FFFF]
+    True
+    """
+    return symbols.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def pair_keys(codes: np.ndarray, shift: int) -> list[str]:
+    """The merge loop's keys (2 characters, the ids) of pair `codes` (left id shifted by `shift`, or'ed with the
+    right one).
+
+    >>> pair_keys(np.array([97 << 8 | 98]), 8)
+    ['ab']
+    """
+    return list(map(add, id_chars(codes >> shift), id_chars(codes & ((1 << shift) - 1))))

@@ -23,8 +23,10 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
 
 * **Floors.** As plain training's store leaves out the pairs made below a speculative floor, this one leaves out the
   pairs made below every field's floor (`FieldFloors`: a power of two per training field, tested at once as a bit
-  mask, `FlatCorpus.floor_mask`). A language's queue gives None rather than a pair below its floor; the floors are
-  then lowered, the store counts afresh, and the pairs it had left out are filed in every queue. The dev
+  mask, `FlatCorpus.floor_mask`; `field_floors`). A language's queue gives None rather than a pair below its floor;
+  that language's floor is then halved, the pairs it now keeps are counted from its words
+  (`field_floors.keep_pairs_in_words`), and filed in every queue. The pooled field's floor (global merges) is
+  lowered with all the others, the whole store counted afresh (`FlatCorpus.lower_floor`). The dev
   fields have no floor: their counts only shorten the dev lengths, by the merged pair's count, and a merged pair is
   always kept.
 
@@ -41,54 +43,9 @@ from operator import and_, or_, rshift, sub
 
 import numpy as np
 
-from hf_bpe.train.merging.flat_corpus import FlatCorpus, lowered_floor
+from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields, keep_pairs_in_words, word_separators
+from hf_bpe.train.merging.flat_corpus import FlatCorpus
 from hf_bpe.train.merging.queues import QUEUES
-
-
-class PackedFields:
-    """Counts of several fields packed in one Python int, `width` bits each, field 0 lowest (field j is
-    `(packed >> (j * width)) & mask`).
-
-    >>> fields = PackedFields(8)
-    >>> packed = 3 | 7 << 16  # fields 3, 0, 7
-    >>> (packed - (1 | 2 << 16)) >> 16 & fields.mask  # subtracted field by field
-    5
-    """
-
-    def __init__(self, width: int) -> None:
-        self.width, self.mask = width, (1 << width) - 1
-
-
-class FieldFloors:
-    """The floors of the counted fields (the languages' training fields, then the pooled one): each 0 or a power of
-    two. `mask` is the store's `floor_mask`: a field's bits from its floor up.
-
-    >>> floors = FieldFloors(PackedFields(8), [16, 0, 8])
-    >>> hex(floors.mask())
-    '0xf8fff0'
-    >>> floors.lower(0, 0), floors.floors, floors.lower(1, 0)
-    (True, [4, 0, 2], False)
-    """
-
-    def __init__(self, fields: PackedFields, floors: list[int]) -> None:
-        if any(floor & (floor - 1) for floor in floors):
-            raise ValueError(f"field floors must be 0 or powers of two, got {floors}")
-        self.fields, self.floors = fields, floors
-
-    def mask(self) -> int:
-        mask = 0
-        for field, floor in enumerate(self.floors):
-            mask |= (self.fields.mask & -max(floor, 1)) << (field * self.fields.width)
-        return mask
-
-    def lower(self, field: int, min_frequency: int) -> bool:
-        """Lower every floor as `FlatCorpus.lower_floor` lowers a plain one, once `field`'s queue ran dry above its
-        floor: the guesses were made alike, and each lowering costs a count of the whole store. False (nothing
-        lowered) when no pair below `field`'s floor can be merged (it is 0, or at most `min_frequency`)."""
-        if self.floors[field] <= max(min_frequency, 1):
-            return False
-        self.floors = list(map(lowered_floor, self.floors))
-        return True
 
 
 class FieldQueue:
@@ -124,7 +81,8 @@ class ParitySelection:
                  dev_fields: Sequence[int] | None = None, ratios: Sequence[float] | None = None,
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
                  global_queue: FieldQueue | None = None, global_merges: int = 0,
-                 floors: FieldFloors | None = None) -> None:
+                 floors: FieldFloors | None = None,
+                 language_words: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.corpus, self.fields, self.queues = corpus, fields, list(queues)
         self.dev_fields, self.ratios = dev_fields, ratios
         self.initial = tokens[:len(self.queues)]
@@ -133,7 +91,8 @@ class ParitySelection:
         self.window: deque[int] = deque()
         self.window_counts = [0] * len(self.queues)
         self.global_queue, self.global_merges = global_queue, global_merges
-        self.floors = floors
+        self.floors, self.language_words = floors, language_words
+        self.separators: np.ndarray | None = None  # the store's, once a language's floor is lowered
         self.merges_made = 0
         # With ratios, a language without training text is never chosen (its compression is 0/0).
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
@@ -165,13 +124,26 @@ class ParitySelection:
         return None
 
     def _lower_floor(self, field: int) -> bool:
-        """Once the queue of `field` (a language's, or the pooled one) ran dry above its floor: lower the floors
-        (`FieldFloors.lower`), and file the pairs the store had left out in every queue; False when that field's
-        floor cannot be lowered."""
+        """Once the queue of `field` (a language's, or the pooled one) ran dry above its floor: lower its floor
+        (a language's alone, counting its words' pairs: `keep_pairs_in_words`; the pooled one with every other,
+        counting the whole store: `FieldFloors.lower`), and file the pairs the store had left out in every queue;
+        False when that field's floor cannot be lowered."""
         queue = self.queues[field] if field < len(self.queues) else self.global_queue
-        if self.floors is None or queue is None or not self.floors.lower(field, queue.min_frequency):
+        if self.floors is None or queue is None:
             return False
-        left_out = self.corpus.lower_floor(self.floors.mask())
+        if field < len(self.queues) and self.language_words is not None:
+            old_floor = self.floors.floors[field]
+            if not self.floors.lower_one(field, queue.min_frequency):
+                return False
+            if self.separators is None:
+                self.separators = word_separators(self.corpus)
+            words, weights = self.language_words[field]
+            left_out = keep_pairs_in_words(self.corpus, self.separators, words, weights, self.floors.floors[field],
+                                           old_floor, self.floors.mask())
+        else:
+            if not self.floors.lower(field, queue.min_frequency):
+                return False
+            left_out = self.corpus.lower_floor(self.floors.mask())
         for index, each in enumerate([*self.queues, self.global_queue]):
             if each is not None:
                 each.queue.floor = self.floors.floors[index]

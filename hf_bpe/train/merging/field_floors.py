@@ -1,0 +1,142 @@
+"""Parity-aware training's floors, one per field of the packed counts (`parity_selection`), and the lowering of one
+field's floor by counting the pairs of that field's words only.
+
+A pair is left out of the store (`FlatCorpus`: not counted, not indexed) while it counts less than its floor in every
+field (`FlatCorpus.floor_mask`). Lowering the floors all at once counts every pair of the store again
+(`FlatCorpus.lower_floor`). But a pair that one field's lowered floor keeps occurs in that field's words (its count
+there is not 0): `keep_pairs_in_words` finds those pairs among the pairs of those words alone, then counts and
+indexes them over the whole store. So each language's floor can start near the count of its own last merge, and be
+lowered, a language at a time, when its queue runs dry above it.
+"""
+
+from __future__ import annotations
+
+from operator import not_
+
+import numpy as np
+
+from hf_bpe.train.merging.flat_corpus import SEPARATOR, FlatCorpus, index_entries, lowered_floor, pair_keys
+from hf_bpe.train.merging.pair_runs import pair_shift, sorted_pair_runs
+
+
+class PackedFields:
+    """Counts of several fields packed in one Python int, `width` bits each, field 0 lowest (field j is
+    `(packed >> (j * width)) & mask`).
+
+    >>> fields = PackedFields(8)
+    >>> packed = 3 | 7 << 16  # fields 3, 0, 7
+    >>> (packed - (1 | 2 << 16)) >> 16 & fields.mask  # subtracted field by field
+    5
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width, self.mask = width, (1 << width) - 1
+
+
+class FieldFloors:
+    """The floors of the counted fields (the languages' training fields, then the pooled one): each 0 or a power of
+    two. `mask` is the store's `floor_mask`: a field's bits from its floor up.
+
+    >>> floors = FieldFloors(PackedFields(8), [16, 0, 8])
+    >>> hex(floors.mask())
+    '0xf8fff0'
+    >>> floors.lower(0, 0), floors.floors, floors.lower(1, 0)
+    (True, [4, 0, 2], False)
+    >>> floors.lower_one(2, 2), floors.floors  # pairs below 2 could not be merged (min_frequency 2)
+    (False, [4, 0, 2])
+    >>> floors.lower_one(0, 0), floors.floors
+    (True, [2, 0, 2])
+    """
+
+    def __init__(self, fields: PackedFields, floors: list[int]) -> None:
+        if any(floor & (floor - 1) for floor in floors):
+            raise ValueError(f"field floors must be 0 or powers of two, got {floors}")
+        self.fields, self.floors = fields, floors
+
+    def mask(self) -> int:
+        mask = 0
+        for field, floor in enumerate(self.floors):
+            mask |= (self.fields.mask & -max(floor, 1)) << (field * self.fields.width)
+        return mask
+
+    def lower(self, field: int, min_frequency: int) -> bool:
+        """Lower every floor as `FlatCorpus.lower_floor` lowers a plain one, once `field`'s queue ran dry above its
+        floor. False (nothing lowered) when no pair below `field`'s floor can be merged (it is 0, or at most
+        `min_frequency`)."""
+        if self.floors[field] <= max(min_frequency, 1):
+            return False
+        self.floors = list(map(lowered_floor, self.floors))
+        return True
+
+    def lower_one(self, field: int, min_frequency: int) -> bool:
+        """Halve `field`'s floor alone (`keep_pairs_in_words` counts what it then keeps); False as `lower`. A
+        lowering costs a count of that language's words only, so it is cheaper to take smaller steps than
+        `lower`'s: the floor stays nearer the count of the language's last merge."""
+        if self.floors[field] <= max(min_frequency, 1):
+            return False
+        self.floors[field] //= 2
+        return True
+
+
+def word_separators(corpus: FlatCorpus) -> np.ndarray:
+    """The positions of the store's separators: word i lies between the i-th and the next (they never move)."""
+    return np.flatnonzero(corpus.symbols == SEPARATOR)
+
+
+def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.ndarray, weights: np.ndarray,
+                        floor: int, old_floor: int, mask: int) -> dict[str, int]:
+    """Once one field's floor is lowered from `old_floor` to `floor` (the store's `floor_mask` becoming `mask`):
+    count and index in `corpus` every pair it left out that counts `floor` or more in that field (and so less than
+    `old_floor`: those counting more were kept), whose words are `words` (word numbers) with the counts `weights`
+    (int64) there; return those pairs and their (packed) counts, for the queues.
+
+    >>> from hf_bpe.train.merging.flat_corpus import words_of
+    >>> data, lengths, _ = words_of({b"ab": 1, b"cd": 1})
+    >>> corpus = FlatCorpus(data, lengths, np.array([1, 2 << 8], dtype=object))
+    >>> corpus.floor_mask = 0xFF00  # field 1 from 1: "cd" kept, "ab" left out
+    >>> corpus.pair_counts = {"cd": 512}
+    >>> separators = word_separators(corpus)
+    >>> keep_pairs_in_words(corpus, separators, np.array([0]), np.array([1]), 1, 2, 0xFFFF), sorted(corpus.pair_counts)
+    ({'ab': 1}, ['ab', 'cd'])
+    """
+    corpus.floor_mask = mask
+    symbols, next_positions = corpus.symbols, corpus.next_positions
+    # The words' positions: each word lies between two separators.
+    firsts = separators[words] + 1
+    sizes = separators[words + 1] - firsts
+    ends = np.cumsum(sizes)
+    positions = np.repeat(firsts - (ends - sizes), sizes) + np.arange(ends[-1] if len(ends) else 0)
+    position_weights = np.repeat(weights, sizes)
+    lefts = symbols[positions]
+    rights = symbols[next_positions[positions]]
+    live = (lefts >= 0) & (rights >= 0)
+    shift = pair_shift(len(corpus.token_chars) - 1)
+    codes = lefts[live].astype(np.int64) << shift | rights[live]
+    runs = sorted_pair_runs(None, codes, 2 * shift, position_weights[live])
+    codes = runs.codes[(runs.totals >= floor) & (runs.totals < old_floor)]
+    keys = pair_keys(codes, shift)
+    left_out = list(map(not_, map(corpus.pair_counts.__contains__, keys)))
+    codes = codes[np.array(left_out, dtype=bool)] if len(codes) else codes
+    if not len(codes):
+        return {}
+    # Their positions in the whole store, ascending: those where one of their left tokens is followed by one of
+    # their right tokens, then those of their codes.
+    starts_one = np.zeros(len(corpus.token_chars) + 2, dtype=bool)  # two more: separators and dead positions
+    starts_one[codes >> shift] = True
+    ends_one = np.zeros_like(starts_one)
+    ends_one[codes & ((1 << shift) - 1)] = True
+    candidates = np.flatnonzero(starts_one[symbols])
+    rights = symbols[next_positions[candidates]]
+    followed = ends_one[rights]
+    candidates, rights = candidates[followed], rights[followed]
+    codes_there = symbols[candidates].astype(np.int64) << shift | rights
+    found = np.minimum(np.searchsorted(codes, codes_there), len(codes) - 1)
+    matched = codes[found] == codes_there
+    at = candidates[matched].astype(np.int32)
+    runs = sorted_pair_runs(at, codes_there[matched], 2 * shift, corpus.frequencies[corpus.word_of[at]])
+    keys = pair_keys(runs.codes, shift)
+    stops = np.cumsum(runs.sizes)
+    corpus.index.update(index_entries(keys, runs.positions, (stops - runs.sizes).tolist(), stops.tolist()))
+    kept = dict(zip(keys, runs.totals.tolist()))
+    corpus.pair_counts.update(kept)
+    return kept
