@@ -21,7 +21,7 @@ import numpy as np
 
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
-from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor
 from hf_bpe.train.merging.merge_loop import (
     Merges,
     Vocab,
@@ -160,8 +160,8 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         packed[at] += weighted << shift if shift else weighted
     if pooled:
         packed += summed << (len(training) * fields.width)
-    data, lengths, _ = words_of(dict.fromkeys(words, 1))
-    return FlatCorpus(data, lengths, packed[:size]), summed[:size], language_words
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=size)  # no single byte: taken out above
+    return FlatCorpus(b"".join(words), lengths, packed[:size]), summed[:size], language_words
 
 
 # Each language's floor guesses the count of its last merge as if it got this many times an even share of the merges
