@@ -11,8 +11,6 @@ lowered, a language at a time, when its queue runs dry above it.
 
 from __future__ import annotations
 
-from operator import not_
-
 import numpy as np
 
 from hf_bpe.train.merging.flat_corpus import SEPARATOR, FlatCorpus, index_entries, lowered_floor, pair_keys
@@ -38,8 +36,8 @@ class FieldFloors:
     two. `mask` is the store's `floor_mask`: a field's bits from its floor up.
 
     >>> floors = FieldFloors(PackedFields(8), [16, 0, 8])
-    >>> hex(floors.mask())
-    '0xf8fff0'
+    >>> hex(floors.mask()), list(map(hex, floors.field_masks()))
+    ('0xf8fff0', ['0xf0', '0xff00', '0xf80000'])
     >>> floors.lower(0, 0), floors.floors, floors.lower(1, 0)
     (True, [4, 0, 2], False)
     >>> floors.lower_one(2, 2), floors.floors  # pairs below 2 could not be merged (min_frequency 2)
@@ -54,10 +52,13 @@ class FieldFloors:
         self.fields, self.floors = fields, floors
 
     def mask(self) -> int:
-        mask = 0
-        for field, floor in enumerate(self.floors):
-            mask |= (self.fields.mask & -max(floor, 1)) << (field * self.fields.width)
-        return mask
+        return sum(self.field_masks())
+
+    def field_masks(self) -> list[int]:
+        """Each field's bits from its floor up: a packed count has one of them when it counts at least the floor
+        there (the floor is a power of two), and so does a bitwise or of counts when one of them does."""
+        return [(self.fields.mask & -max(floor, 1)) << (field * self.fields.width)
+                for field, floor in enumerate(self.floors)]
 
     def lower(self, field: int, min_frequency: int) -> bool:
         """Lower every floor as `FlatCorpus.lower_floor` lowers a plain one, once `field`'s queue ran dry above its
@@ -88,7 +89,9 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     """Once one field's floor is lowered from `old_floor` to `floor` (the store's `floor_mask` becoming `mask`):
     count and index in `corpus` every pair it left out that counts `floor` or more in that field (and so less than
     `old_floor`: those counting more were kept), whose words are `words` (word numbers) with the counts `weights`
-    (int64) there; return those pairs and their (packed) counts, for the queues.
+    (int64) there. Return every pair that counts from `floor` to below `old_floor` in that field, kept now or before
+    (by another field), with its (packed) count: what that field's queue, which files no pair below its floor,
+    must add.
 
     >>> from hf_bpe.train.merging.flat_corpus import words_of
     >>> data, lengths, _ = words_of({b"ab": 1, b"cd": 1})
@@ -98,6 +101,8 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     >>> separators = word_separators(corpus)
     >>> keep_pairs_in_words(corpus, separators, np.array([0]), np.array([1]), 1, 2, 0xFFFF), sorted(corpus.pair_counts)
     ({'ab': 1}, ['ab', 'cd'])
+    >>> keep_pairs_in_words(corpus, separators, np.array([1]), np.array([2]), 1, 4, 0xFFFF)  # "cd" kept before
+    {'cd': 512}
     """
     corpus.floor_mask = mask
     symbols, next_positions = corpus.symbols, corpus.next_positions
@@ -115,10 +120,11 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     runs = sorted_pair_runs(None, codes, 2 * shift, position_weights[live])
     codes = runs.codes[(runs.totals >= floor) & (runs.totals < old_floor)]
     keys = pair_keys(codes, shift)
-    left_out = list(map(not_, map(corpus.pair_counts.__contains__, keys)))
-    codes = codes[np.array(left_out, dtype=bool)] if len(codes) else codes
-    if not len(codes):
-        return {}
+    counted = list(map(corpus.pair_counts.get, keys))
+    if None not in counted:
+        return dict(zip(keys, counted))
+    in_range = {key: count for key, count in zip(keys, counted) if count is not None}  # kept by other fields
+    codes = codes[np.array([count is None for count in counted], dtype=bool)]
     # Their positions in the whole store, ascending: those where one of their left tokens is followed by one of
     # their right tokens, then those of their codes.
     starts_one = np.zeros(len(corpus.token_chars) + 2, dtype=bool)  # two more: separators and dead positions
@@ -139,4 +145,5 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     corpus.index.update(index_entries(keys, runs.positions, (stops - runs.sizes).tolist(), stops.tolist()))
     kept = dict(zip(keys, runs.totals.tolist()))
     corpus.pair_counts.update(kept)
-    return kept
+    in_range.update(kept)
+    return in_range

@@ -57,7 +57,13 @@ class FieldQueue:
         self.pair_counts, self.min_frequency = pair_counts, min_frequency
         self.shift, self.mask = field * fields.width, fields.mask
         self.queue = QUEUES["buckets"](pair_counts, token_keys, floor, field=(self.shift, self.mask))
-        self.add = self.queue.add  # the pairs a merge created (packed counts): those that occur in this field
+        self.add = self.queue.add  # the pairs a merge created (packed counts): those that count enough here
+
+    def add_counting(self, low: int, high: int) -> None:
+        """File the store's pairs that count from `low` to below `high` in this field (after the floor fell from
+        `high` to `low`), found by C-level maps over every pair."""
+        counts = map(and_, map(rshift, self.pair_counts.values(), repeat(self.shift)), repeat(self.mask))
+        self.add(dict(compress(self.pair_counts.items(), map(range(max(low, 1), high).__contains__, counts))))
 
     def pop(self) -> str | None:
         pair = self.queue.pop()
@@ -103,7 +109,9 @@ class ParitySelection:
         choosing = list(dev_fields if dev_fields is not None else range(len(self.queues)))
         self.lengths = [tokens[field] for field in choosing]
         self.length_shifts = [field * fields.width for field in choosing]
-        self.field_masks = [fields.mask << (field * fields.width) for field in range(len(self.queues))]
+        # Each language's field bits from its floor up: the queues that some pair a merge created counts enough in.
+        self.field_masks = (floors.field_masks()[:len(self.queues)] if floors is not None
+                            else [fields.mask << (field * fields.width) for field in range(len(self.queues))])
 
     def pop(self) -> str | None:
         if self.merges_made < self.global_merges:
@@ -124,30 +132,34 @@ class ParitySelection:
         return None
 
     def _lower_floor(self, field: int) -> bool:
-        """Once the queue of `field` (a language's, or the pooled one) ran dry above its floor: lower its floor
-        (a language's alone, counting its words' pairs: `keep_pairs_in_words`; the pooled one with every other,
-        counting the whole store: `FieldFloors.lower`), and file the pairs the store had left out in every queue;
-        False when that field's floor cannot be lowered."""
+        """Once the queue of `field` (a language's, or the pooled one) ran dry above its floor: lower its floor, and
+        file in each queue whose floor fell the pairs that now count enough there (a queue files none below its
+        floor). A language's floor is halved alone, the pairs it now keeps counted from its words
+        (`keep_pairs_in_words`); the pooled one is lowered with all the others, the whole store counted afresh
+        (`FieldFloors.lower`). False when that field's floor cannot be lowered."""
         queue = self.queues[field] if field < len(self.queues) else self.global_queue
         if self.floors is None or queue is None:
             return False
+        old_floors = list(self.floors.floors)
         if field < len(self.queues) and self.language_words is not None:
-            old_floor = self.floors.floors[field]
             if not self.floors.lower_one(field, queue.min_frequency):
                 return False
             if self.separators is None:
                 self.separators = word_separators(self.corpus)
             words, weights = self.language_words[field]
-            left_out = keep_pairs_in_words(self.corpus, self.separators, words, weights, self.floors.floors[field],
-                                           old_floor, self.floors.mask())
-        else:
-            if not self.floors.lower(field, queue.min_frequency):
-                return False
-            left_out = self.corpus.lower_floor(self.floors.mask())
+            queue.queue.floor = self.floors.floors[field]
+            self.field_masks = self.floors.field_masks()[:len(self.queues)]
+            queue.add(keep_pairs_in_words(self.corpus, self.separators, words, weights, self.floors.floors[field],
+                                          old_floors[field], self.floors.mask()))
+            return True
+        if not self.floors.lower(field, queue.min_frequency):
+            return False
+        self.corpus.lower_floor(self.floors.mask())
+        self.field_masks = self.floors.field_masks()[:len(self.queues)]
         for index, each in enumerate([*self.queues, self.global_queue]):
             if each is not None:
                 each.queue.floor = self.floors.floors[index]
-                each.add(left_out)
+                each.add_counting(self.floors.floors[index], old_floors[index])
         return True
 
     def merge(self, pair: str, new_token: str) -> None:
@@ -170,7 +182,7 @@ class ParitySelection:
             self.global_queue = None  # the global merges are made: its memory goes
         if not created:
             return
-        present = reduce(or_, created.values())  # a field's bits are set where some created pair occurs
+        present = reduce(or_, created.values())  # a floor bit of a field is set where some pair counts enough
         for queue in compress(self.queues, map(and_, repeat(present), self.field_masks)):
             queue.add(created)
         if self.global_queue is not None:

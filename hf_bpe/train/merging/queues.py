@@ -70,13 +70,18 @@ class _BucketQueue:
                  field: tuple[int, int] | None = None) -> None:
         """`field`, (shift, mask): `pair_counts` holds packed counts (parity-aware training's, see
         `parity_selection.PackedFields`) and this queue ranks the pairs by one field of them, `(packed >> shift) &
-        mask`, filing none that counts 0 there. Its extraction is done here, in C-level maps where it can be, rather
-        than by a view whose lookups would each be a Python call."""
+        mask`. Its extraction is done here, in C-level maps where it can be, rather than by a view whose lookups
+        would each be a Python call.
+
+        No pair counting less than the floor (or 0) is filed, nor kept when its count falls below it: whoever
+        lowers the floor adds those that then count enough (the stores' `lower_floor` returns every pair below the
+        old floor; parity-aware training's lowerings, those of the lowered fields)."""
         self.pair_counts, self.token_keys, self.floor = pair_counts, token_keys, floor
         self.shift, self.mask = field if field is not None else (0, -1)
         self.buckets: dict[int, list[str]] = defaultdict(list)
+        lowest = max(floor, 1)
         for pair, count in pair_counts.items():
-            if count := count >> self.shift & self.mask:
+            if (count := count >> self.shift & self.mask) >= lowest:
                 self.buckets[count].append(pair)
         self.bucket_counts = [-count for count in self.buckets]  # a max-heap of the counts with a bucket
         heapq.heapify(self.bucket_counts)
@@ -86,6 +91,7 @@ class _BucketQueue:
     def pop(self) -> str | None:
         """Remove and return the pair with the highest count (ties: the greater bytes), or None when none is left."""
         pair_counts, heappop, shift, mask = self.pair_counts, heapq.heappop, self.shift, self.mask
+        lowest = max(self.floor, 1)
         while True:
             top, top_count = self.top, self.top_count
             while top:
@@ -93,13 +99,13 @@ class _BucketQueue:
                 count = pair_counts.get(pair, 0) >> shift & mask
                 if count == top_count:
                     return pair
-                if count:
+                if count >= lowest:
                     self._file(count, pair)
             if not self.bucket_counts or -self.bucket_counts[0] < self.floor:
                 return None
             self.top_count = top_count = -heappop(self.bucket_counts)
             # Most pairs of a bucket fell since they were filed: only those still at its count get an order key and
-            # a place in the heap, the others are filed at their count now (pairs merged away, at 0, are dropped).
+            # a place in the heap, the others are filed at their count now.
             pairs = self.buckets.pop(top_count)
             if mask == -1:
                 counts = list(map(pair_counts.get, pairs))
@@ -108,7 +114,7 @@ class _BucketQueue:
                                   repeat(mask)))
             current = list(map(eq, counts, repeat(top_count)))
             for pair, count in compress(zip(pairs, counts), map(not_, current)):
-                if count:
+                if count and count >= lowest:  # merged away (None, or 0), or below the floor: dropped
                     self._file(count, pair)
             token_keys = self.token_keys
             self.top = [(token_keys[ord(pair[0])] + token_keys[ord(pair[1])], pair)
@@ -116,10 +122,11 @@ class _BucketQueue:
             heapq.heapify(self.top)
 
     def add(self, created: dict[str, int]) -> None:
-        """Add the pairs a merge created, with their counts (packed, with a `field`: those at 0 in it are not)."""
+        """Add the pairs a merge created, with their counts (packed, with a `field`); those below the floor are not."""
         buckets, top_count, shift, mask = self.buckets, self.top_count, self.shift, self.mask
+        lowest = max(self.floor, 1)
         for pair, count in created.items():
-            if not (count := count >> shift & mask):
+            if (count := count >> shift & mask) < lowest:
                 continue
             bucket = buckets.get(count) if count < top_count else None
             if bucket is None:
