@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
+from itertools import compress, count
 from operator import mul
 
 import numpy as np
@@ -89,15 +89,17 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
             field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges))
         num_merges = vocab_size - 256 - len(specials)
         if field_floors is None:
-            field_floors = speculative_field_floors(field_counts, pooled_frequencies if global_merges else None,
+            field_floors = speculative_field_floors([weights for _, weights in language_words],
+                                                    pooled_frequencies if global_merges else None,
                                                     num_merges, global_merges)
         if len(field_floors) != len(names) + bool(global_merges):
             raise ValueError(f"field_floors: one floor per language, and one for the pooled field with global merges, "
                              f"got {len(field_floors)}")
         floors = FieldFloors(fields, list(field_floors))
         corpus.floor_mask = floors.mask()
-        single_bytes = [(byte[0], count * weight) for counts, weight in field_counts  # in no pair: not in the store
-                        for byte in SINGLE_BYTES if (count := counts.get(byte))]
+        # The single bytes, in no pair, are not in the store.
+        single_bytes = [(byte[0], occurrences * weight) for counts, weight in field_counts
+                        for byte in SINGLE_BYTES if (occurrences := counts.get(byte))]
         del field_counts
         if consume_counts:
             for counts in [*source_counts.values(), *(dev or {}).values()]:
@@ -130,17 +132,24 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
                    ) -> tuple[FlatCorpus, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """One store of the distinct words of two bytes or more, each word's frequency its counts packed: the languages'
     `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts. Also each word's
-    training counts added up (Python ints), the frequencies of the final segmentation's token counts."""
+    training counts added up (Python ints), the frequencies of the final segmentation's token counts; and each
+    language's words in the store (their rows) with its weighted counts of them (int64), for its floor
+    (`speculative_field_floors`, `field_floors.keep_pairs_in_words`)."""
     field_counts = [*training, *((counts, 1) for counts in dev)]
-    # Every word numbered by C-level calls (the single bytes, in no pair, taken out and sent to a scratch row) rather
-    # than by a Python filter over every word of every field.
-    rows = dict.fromkeys(chain.from_iterable(counts for counts, weight in field_counts if weight))
-    for byte in SINGLE_BYTES:
-        rows.pop(byte, None)
-    size = len(rows)
-    rows = dict(zip(rows, range(size)))
-    words = list(rows)
-    rows.update(zip(SINGLE_BYTES, repeat(size)))
+    # Every entry of every field numbered in one C-level pass: a word keeps the number it was first given (the
+    # numbers of its later entries are skipped). Then the words of two bytes or more are the store's rows, in that
+    # order, and the others (in no pair) go to a scratch row.
+    numbers: dict[bytes, int] = {}
+    given = count()
+    entry_numbers = [np.fromiter(map(numbers.setdefault, counts, given), dtype=np.int64, count=len(counts))
+                     if weight else None for counts, weight in field_counts]
+    words = list(numbers)
+    stored = np.fromiter(map(len, words), dtype=np.int64, count=len(words)) > 1
+    size = int(np.count_nonzero(stored))
+    row_of = np.full(next(given), size, dtype=np.int64)
+    row_of[np.fromiter(numbers.values(), dtype=np.int64, count=len(numbers))[stored]] = np.arange(size)
+    words = list(compress(words, stored.tolist()))
+    del numbers
     packed = np.zeros(size + 1, dtype=object)
     summed = np.zeros(size + 1, dtype=object)
     language_words = []
@@ -148,7 +157,7 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         if not weight:
             language_words.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
             continue
-        at = np.fromiter(map(rows.__getitem__, counts), dtype=np.int64, count=len(counts))
+        at = row_of[entry_numbers[field]]
         weighted = np.fromiter(counts.values(), dtype=object, count=len(counts))
         if weight != 1:
             weighted *= weight
@@ -160,7 +169,7 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         packed[at] += weighted << shift if shift else weighted
     if pooled:
         packed += summed << (len(training) * fields.width)
-    lengths = np.fromiter(map(len, words), dtype=np.int64, count=size)  # no single byte: taken out above
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=size)
     return FlatCorpus(b"".join(words), lengths, packed[:size]), summed[:size], language_words
 
 
@@ -170,30 +179,21 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
 FLOOR_SHARE = 1
 
 
-def speculative_field_floors(training: list[tuple[Mapping[bytes, int], int]], pooled: np.ndarray | None,
+def speculative_field_floors(language_frequencies: Sequence[np.ndarray], pooled: np.ndarray | None,
                              num_merges: int, global_merges: int) -> list[int]:
-    """The floors `train_parity_from_counts` starts from: each language's (its weighted `training` counts) is
-    `speculative_floor` for FLOOR_SHARE times an even share of `num_merges`, and the `pooled` field's (the weighted
-    sums, with global merges) is its floor for the `global_merges`; each rounded down to a power of two (or 0).
+    """The floors `train_parity_from_counts` starts from: each language's (the weighted counts of its words of two
+    bytes or more, int64) is `speculative_floor` for FLOOR_SHARE times an even share of `num_merges`, and the
+    `pooled` field's (the weighted sums, with global merges) is its floor for the `global_merges`; each rounded down
+    to a power of two (or 0).
 
-    >>> speculative_field_floors([({b"ab": 40, b"cd": 9, b"ef": 3, b"x": 99}, 1), ({b"gh": 3}, 2)], None, 4, 0)
+    >>> speculative_field_floors([np.array([40, 9, 3]), np.array([6])], None, 4, 0)
     [8, 0]
     """
-    share = FLOOR_SHARE * num_merges // max(len(training), 1)
-    guesses = [speculative_floor(_word_frequencies(counts) * weight, share) for counts, weight in training]
+    share = FLOOR_SHARE * num_merges // max(len(language_frequencies), 1)
+    guesses = [speculative_floor(frequencies, share) for frequencies in language_frequencies]
     if pooled is not None:
         guesses.append(speculative_floor(pooled.astype(np.int64), global_merges))
     return [1 << (guess.bit_length() - 1) if guess > 1 else 0 for guess in guesses]
-
-
-def _word_frequencies(counts: Mapping[bytes, int]) -> np.ndarray:
-    """The counts of the pre-tokens of two bytes or more (int64), by C-level calls.
-
-    >>> _word_frequencies({b"ab": 4, b"a": 9, b"cde": 2}).tolist()
-    [4, 2]
-    """
-    frequencies = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-    return frequencies[np.fromiter(map(len, counts), dtype=np.int64, count=len(counts)) > 1]
 
 
 def _length_in_tokens(counts: Mapping[bytes, int]) -> int:
