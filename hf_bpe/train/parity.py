@@ -86,7 +86,8 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
         fields = PackedFields(largest.bit_length() + 1)  # no pair counts more than its field's tokens
         corpus, pooled_frequencies, language_words = _packed_corpus(
-            field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges))
+            field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges),
+            exact_in_float=largest < 1 << 53)
         num_merges = vocab_size - 256 - len(specials)
         if field_floors is None:
             field_floors = speculative_field_floors([weights for _, weights in language_words],
@@ -128,13 +129,14 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
 
 
 def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Mapping[bytes, int]],
-                   fields: PackedFields, pooled: bool
+                   fields: PackedFields, pooled: bool, exact_in_float: bool = False
                    ) -> tuple[FlatCorpus, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """One store of the distinct words of two bytes or more, each word's frequency its counts packed: the languages'
     `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts. Also each word's
     training counts added up (Python ints), the frequencies of the final segmentation's token counts; and each
     language's words in the store (their rows) with its weighted counts of them (int64), for its floor
-    (`speculative_field_floors`, `field_floors.keep_pairs_in_words`)."""
+    (`speculative_field_floors`, `field_floors.keep_pairs_in_words`). `exact_in_float`: no field counts 2^53 or
+    more, so the byte pairs' counts are added up per field in numpy (`_byte_pair_totals`)."""
     field_counts = [*training, *((counts, 1) for counts in dev)]
     # Every entry of every field numbered in one C-level pass: a word keeps the number it was first given (the
     # numbers of its later entries are skipped). Then the words of two bytes or more are the store's rows, in that
@@ -152,10 +154,11 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
     del numbers
     packed = np.zeros(size + 1, dtype=object)
     summed = np.zeros(size + 1, dtype=object)
-    language_words = []
+    field_words = []  # each field's words in the store, with its counts of them (int64), and its shift
     for field, (counts, weight) in enumerate(field_counts):
+        shift = (field + (pooled and field >= len(training))) * fields.width  # the dev fields follow the pooled one
         if not weight:
-            language_words.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
+            field_words.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), shift))
             continue
         at = row_of[entry_numbers[field]]
         weighted = np.fromiter(counts.values(), dtype=object, count=len(counts))
@@ -163,14 +166,54 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
             weighted *= weight
         if field < len(training):
             summed[at] += weighted
-            in_store = at < size
-            language_words.append((at[in_store], weighted[in_store].astype(np.int64)))
-        shift = (field + (pooled and field >= len(training))) * fields.width  # the dev fields follow the pooled one
+        in_store = at < size
+        field_words.append((at[in_store], weighted[in_store].astype(np.int64), shift))
         packed[at] += weighted << shift if shift else weighted
     if pooled:
         packed += summed << (len(training) * fields.width)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=size)
-    return FlatCorpus(b"".join(words), lengths, packed[:size]), summed[:size], language_words
+    data = b"".join(words)
+    byte_pair_totals = (_byte_pair_totals(data, lengths, field_words, len(training),
+                                          len(training) * fields.width if pooled else None)
+                        if exact_in_float else None)
+    language_words = [(rows, weights) for rows, weights, _ in field_words[:len(training)]]
+    return (FlatCorpus(data, lengths, packed[:size], byte_pair_totals=byte_pair_totals), summed[:size],
+            language_words)
+
+
+def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[np.ndarray, np.ndarray, int]],
+                      languages: int, pooled_shift: int | None) -> np.ndarray:
+    """Each byte pair's packed count in the words `data` (end to end, `lengths`; indexed by left byte << 8 | right
+    byte): each field's (`field_words`: its words, its int64 counts of them, its shift; the first `languages` are
+    the training fields, whose sum goes at `pooled_shift` when given) added up by a bincount, then shifted into
+    place. Where the store would add up Python ints at every position, this adds int64 per field and makes Python
+    ints once per pair and field. The bincount's float64 sums are exact only below 2^53: the caller checks that no
+    field counts that much.
+
+    >>> _byte_pair_totals(b"abab", np.array([2, 2]), [(np.array([0]), np.array([3]), 0),
+    ...                                                (np.array([0, 1]), np.array([1, 2]), 8)], 2, None)[97 << 8 | 98]
+    771
+    """
+    symbols = np.frombuffer(data, dtype=np.uint8)
+    offsets = np.cumsum(lengths) - lengths
+    totals = np.zeros(1 << 16, dtype=object)
+    pooled_sums = np.zeros(1 << 16)
+    for field, (rows, weights, shift) in enumerate(field_words):
+        if not len(rows):
+            continue
+        pairs = lengths[rows] - 1  # every word in the store has two bytes or more
+        ends = np.cumsum(pairs)
+        lefts = np.repeat(offsets[rows] - (ends - pairs), pairs) + np.arange(ends[-1])
+        codes = symbols[lefts].astype(np.intp) << 8 | symbols[lefts + 1]
+        sums = np.bincount(codes, weights=np.repeat(weights, pairs).astype(np.float64), minlength=1 << 16)
+        if field < languages:
+            pooled_sums += sums
+        counted = np.flatnonzero(sums)
+        totals[counted] += sums[counted].astype(np.int64).astype(object) << shift
+    if pooled_shift is not None:
+        counted = np.flatnonzero(pooled_sums)
+        totals[counted] += pooled_sums[counted].astype(np.int64).astype(object) << pooled_shift
+    return totals
 
 
 # Each language's floor guesses the count of its last merge as if it got this many times an even share of the merges

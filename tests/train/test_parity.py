@@ -112,6 +112,15 @@ def test_counts_near_the_field_width() -> None:
         assert train_parity_from_counts(sources, 264, progress=False, **options) == expected
 
 
+def test_counts_past_2_53_are_added_up_exactly() -> None:
+    """The byte pairs' counts are added up per language in float64 when no field counts 2^53 or more: past that,
+    (a, b) counting 2^53 + 1 must still beat (y, z) counting 2^53, which float64 would make a tie that (y, z) wins."""
+    sources = {"a": {b"ab": (1 << 53) - 1, b"abz": 2, b"yz": 1 << 53}, "b": {b"ab": 1}}
+    expected = reference_parity_train(sources, 258, dev={"a": {b"ab": 1}, "b": {b"ab": 1}})
+    assert expected[1][0] == (b"a", b"b")
+    assert train_parity_from_counts(sources, 258, progress=False, dev={"a": {b"ab": 1}, "b": {b"ab": 1}}) == expected
+
+
 def test_counts_whose_pair_counts_could_pass_2_63_are_refused() -> None:
     """As plain training refuses them (the queues hold counts below 2^63), not an error inside the merge loop."""
     with pytest.raises(ValueError, match="too large"):

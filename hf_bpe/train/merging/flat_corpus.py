@@ -136,13 +136,17 @@ class FlatCorpus:
     """The words as linked positions in flat arrays, with pair counts and an index pair -> positions (see module)."""
 
     def __init__(self, data: bytes | np.ndarray, lengths: np.ndarray, frequencies: np.ndarray, floor: int = 0,
-                 first_new_id: int = 256, pair_runs: list[PairRuns] | None = None) -> None:
+                 first_new_id: int = 256, pair_runs: list[PairRuns] | None = None,
+                 byte_pair_totals: np.ndarray | None = None) -> None:
         """`data`: the words end to end, as bytes (each byte its token id) or as an int32 array of token ids below
         `first_new_id`, the id the first merge makes (`merge_loop._Words`, the start state). `pair_runs`: the words'
         pairs already sorted and counted (their positions here, codes with `pair_shift(first_new_id - 1)`, totals
         of `frequencies`), a block of ascending positions each, in order; used up (emptied). `frequencies` are
         int64, or Python ints in an object array (parity-aware training's packed per-language counts,
-        `parity_selection`): every count is then a Python int, summed exactly whatever its size."""
+        `parity_selection`): every count is then a Python int, summed exactly whatever its size.
+        `byte_pair_totals`: the byte pairs' totals of `frequencies` (indexed by left byte << 8 | right byte), when
+        the caller has them (parity-aware training adds them up per language in int64), for words of bytes and no
+        floor: the store then sums no frequency itself."""
         size = len(data) + len(lengths) + 1
         separators = np.zeros(size, dtype=bool)
         separators[np.cumsum(lengths + 1)] = True
@@ -169,7 +173,8 @@ class FlatCorpus:
         # With packed frequencies: the bits of each field's floor and above; a pair made is kept if it has one.
         self.floor_mask: int | None = None
         self.index: dict[str, np.ndarray | array | int] = {}
-        self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs(given_runs=pair_runs)))
+        self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs(given_runs=pair_runs,
+                                                                       byte_pair_totals=byte_pair_totals)))
 
     def _pairs(self, start: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
         """The pairs starting in the block of positions from `start`: their positions, and their codes (left symbol
@@ -182,7 +187,8 @@ class FlatCorpus:
         codes = (left[at].astype(np.int64) << shift) | right[right >= 0]
         return (at + start).astype(np.int32), codes
 
-    def _index_pairs(self, floor: int = 0, given_runs: list[PairRuns] | None = None) -> tuple[list[str], list[int]]:
+    def _index_pairs(self, floor: int = 0, given_runs: list[PairRuns] | None = None,
+                     byte_pair_totals: np.ndarray | None = None) -> tuple[list[str], list[int]]:
         """Count and index every pair where it is now, counting `floor` or more (replacing `index`): before the
         first merge, and when a floor is lowered. Return those pairs and their counts.
 
@@ -193,7 +199,8 @@ class FlatCorpus:
         of the pairs kept are put in place, sorted again (a counting sort). The codes are the left id shifted by as
         many bits as the largest id needs, or'ed with the right one, so that token ids sort as cheaply as bytes.
         `given_runs`, the first pass made already (`hf_bpe.train.starts.base_words.base_words` sorts each batch of
-        words as it arrives from the workers), also serve as the second's positions."""
+        words as it arrives from the workers), also serve as the second's positions. `byte_pair_totals`, the byte
+        pairs' counts known already (`__init__`), are taken as the totals when the byte pairs are counted later."""
         blocks = range(0, len(self.symbols), INDEX_BLOCK)
         shift = pair_shift(len(self.token_chars) - 1)  # the largest id any word may hold
         # Byte pairs all kept (no floor): counted by bincount, not sorted, here; their counts come with the placing.
@@ -215,6 +222,9 @@ class FlatCorpus:
             distinct = distinct_codes([codes for codes, _, _ in runs_of_blocks], 2 * shift)
         sizes = np.zeros(len(distinct), dtype=np.int64)
         totals = np.zeros(len(distinct), dtype=self.frequencies.dtype)
+        sum_later = counts_later and byte_pair_totals is None
+        if counts_later and byte_pair_totals is not None:
+            totals[:] = byte_pair_totals
         for block, (codes, block_sizes, block_totals) in enumerate(runs_of_blocks):
             ids = codes if counts_later else distinct.searchsorted(codes)  # distinct in a block: plain additions
             sizes[ids] += block_sizes
@@ -233,8 +243,8 @@ class FlatCorpus:
             if given_runs is not None:
                 at = given_positions.pop()
             else:
-                at, _, _, block_totals = self._sorted_pairs(block * INDEX_BLOCK, shift, counts_later)
-                if counts_later:
+                at, _, _, block_totals = self._sorted_pairs(block * INDEX_BLOCK, shift, sum_later)
+                if sum_later:
                     totals[ids] += block_totals
             run_starts = np.cumsum(block_sizes) - block_sizes
             destinations = np.repeat(filled[ids] - run_starts, block_sizes)
