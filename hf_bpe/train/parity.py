@@ -21,6 +21,7 @@ import numpy as np
 
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
+from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields
 from hf_bpe.train.merging.flat_corpus import FlatCorpus, speculative_floor
 from hf_bpe.train.merging.merge_loop import (
     Merges,
@@ -30,12 +31,7 @@ from hf_bpe.train.merging.merge_loop import (
     token_order_keys,
     vocab_of_merges,
 )
-from hf_bpe.train.merging.parity_selection import (
-    FieldFloors,
-    FieldQueue,
-    PackedFields,
-    ParitySelection,
-)
+from hf_bpe.train.merging.parity_selection import FieldQueue, ParitySelection
 
 SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
 

@@ -25,8 +25,9 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
   pairs made below every field's floor (`FieldFloors`: a power of two per training field, tested at once as a bit
   mask, `FlatCorpus.floor_mask`; `field_floors`). A language's queue gives None rather than a pair below its floor;
   that language's floor is then halved, the pairs it now keeps are counted from its words
-  (`field_floors.keep_pairs_in_words`), and filed in every queue. The pooled field's floor (global merges) is
-  lowered with all the others, the whole store counted afresh (`FlatCorpus.lower_floor`). The dev
+  (`field_floors.keep_pairs_in_words`), and its queue files those that now count enough there (a queue files no
+  pair below its floor). The pooled field's floor (global merges) is lowered with all the others, the whole store
+  counted afresh (`FlatCorpus.lower_floor`), and every queue files its new range. The dev
   fields have no floor: their counts only shorten the dev lengths, by the merged pair's count, and a merged pair is
   always kept.
 

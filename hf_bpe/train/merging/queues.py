@@ -69,7 +69,7 @@ class _BucketQueue:
     def __init__(self, pair_counts: dict[str, int], token_keys: list[str], floor: int = 0,
                  field: tuple[int, int] | None = None) -> None:
         """`field`, (shift, mask): `pair_counts` holds packed counts (parity-aware training's, see
-        `parity_selection.PackedFields`) and this queue ranks the pairs by one field of them, `(packed >> shift) &
+        `field_floors.PackedFields`) and this queue ranks the pairs by one field of them, `(packed >> shift) &
         mask`. Its extraction is done here, in C-level maps where it can be, rather than by a view whose lookups
         would each be a Python call.
 
