@@ -46,6 +46,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from hf_bpe.common.int_table import IntTable
+from hf_bpe.common.ranges import range_positions
 
 #: Pre-tokens with at most this many bytes are merged by repeated scans, longer ones with the heap.
 MAX_SCAN_MERGE_LENGTH = 24
@@ -223,9 +224,7 @@ def merge_batch_arrays(words: Sequence[bytes], tables: BatchTables, dtype: np.dt
     order = np.argsort(numbers, kind="stable")
     sizes = lengths[order] - 1
     starts = (np.cumsum(lengths) - lengths)[order]
-    ends = np.cumsum(sizes)
-    positions = np.repeat(starts - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
-    return segments[positions].astype(dtype), sizes
+    return segments[range_positions(starts, sizes)].astype(dtype), sizes
 
 
 def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

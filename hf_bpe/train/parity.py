@@ -19,6 +19,7 @@ from operator import mul
 
 import numpy as np
 
+from hf_bpe.common.ranges import range_positions
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
 from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields
@@ -198,8 +199,7 @@ def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[
         if not len(rows):
             continue
         pairs = lengths[rows] - 1  # every word in the store has two bytes or more
-        ends = np.cumsum(pairs)
-        lefts = np.repeat(offsets[rows] - (ends - pairs), pairs) + np.arange(ends[-1])
+        lefts = range_positions(offsets[rows], pairs)
         codes = symbols[lefts].astype(np.intp) << 8 | symbols[lefts + 1]
         sums = np.bincount(codes, weights=np.repeat(weights, pairs).astype(np.float64), minlength=1 << 16)
         if field < languages:

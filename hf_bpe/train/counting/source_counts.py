@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from hf_bpe.common.ranges import range_positions
 from hf_bpe.pretokenize import WHITESPACE_CHARS, CompiledPattern
 from hf_bpe.train.counting.piece_counter import MAX_PIECES, PieceCounter
 
@@ -234,10 +235,8 @@ def _expanded(at: np.ndarray, counts: np.ndarray, offsets: np.ndarray, lengths: 
               ) -> tuple[np.ndarray, np.ndarray]:
     """The pre-token numbers of the pieces at `at` laid end to end (`number_pretokens`'s arrays), and each piece's
     count repeated over its own."""
-    first, size = offsets[at], lengths[at]
-    ends = np.cumsum(size, dtype=np.int32)
-    positions = np.arange(ends[-1] if len(ends) else 0, dtype=np.int32) + np.repeat(first - (ends - size), size)
-    return numbers[positions], np.repeat(counts, size)
+    size = lengths[at]
+    return numbers[range_positions(offsets[at], size, np.int32)], np.repeat(counts, size)
 
 
 def _add(tables: dict[int, tuple[np.ndarray, np.ndarray]], source: int, numbers: np.ndarray, counts: np.ndarray,

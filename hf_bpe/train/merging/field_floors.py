@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hf_bpe.common.ranges import range_positions
 from hf_bpe.train.merging.flat_corpus import SEPARATOR, FlatCorpus, index_entries, lowered_floor, pair_keys
 from hf_bpe.train.merging.pair_runs import pair_shift, sorted_pair_runs
 
@@ -109,8 +110,7 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     # The words' positions: each word lies between two separators.
     firsts = separators[words] + 1
     sizes = separators[words + 1] - firsts
-    ends = np.cumsum(sizes)
-    positions = np.repeat(firsts - (ends - sizes), sizes) + np.arange(ends[-1] if len(ends) else 0)
+    positions = range_positions(firsts, sizes)
     position_weights = np.repeat(weights, sizes)
     lefts = symbols[positions]
     rights = symbols[next_positions[positions]]

@@ -270,9 +270,10 @@ class FlatCorpus:
         """Lower the floor (to a quarter, or to 0 below 2) when no pair counting at least the floor is left: count
         and index afresh every pair at the new floor or above, and return those below the old floor, for the queue
         (the others are in it already: they counted at least the floor when made or counted, and only fell since).
-        With packed frequencies, `mask` is the new `floor_mask`, whose bits must include the old one's.
+        With packed frequencies, `mask` is the new `floor_mask`, whose bits must include the old one's, and nothing
+        is returned: each field's queue files its own new range (`parity_selection.FieldQueue.add_counting`).
         """
-        floor, old_mask = self.floor, self.floor_mask
+        floor = self.floor
         if mask is None:
             self.floor = lowered_floor(floor)
         else:
@@ -280,8 +281,8 @@ class FlatCorpus:
         pair_counts = self.pair_counts
         pair_counts.clear()  # cleared and refilled, not replaced: the queue holds it
         pair_counts.update(zip(*self._index_pairs(self.floor)))
-        if old_mask is not None:
-            return {pair: count for pair, count in pair_counts.items() if not count & old_mask}
+        if mask is not None:
+            return {}
         return {pair: count for pair, count in pair_counts.items() if count < floor}
 
     def merge(self, pair: str, new_token: str) -> dict[str, int]:

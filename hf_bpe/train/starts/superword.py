@@ -35,6 +35,7 @@ from itertools import filterfalse
 import numpy as np
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.ranges import range_positions
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
@@ -222,9 +223,8 @@ class StageOneTokenizer(Tokenizer):
         distinct_lengths //= dtype.itemsize
         all_ids = np.frombuffer(b"".join(distinct_ids), dtype=dtype)
         lengths = distinct_lengths[which]
+        ids = all_ids[range_positions(np.cumsum(distinct_lengths)[which] - lengths, lengths)]
         ends = np.cumsum(lengths)
-        ids = all_ids[np.repeat(np.cumsum(distinct_lengths)[which] - ends, lengths) + np.arange(ends[-1] if len(ends)
-                                                                                                 else 0)]
         # Each word's number of ids: from its first piece to the next word's.
         first_piece = np.searchsorted(bounds, np.append(word_starts, size))
         ids_before = np.concatenate(([0], ends))
