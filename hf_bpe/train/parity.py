@@ -19,7 +19,7 @@ from operator import mul
 
 import numpy as np
 
-from hf_bpe.common.ranges import range_positions
+from hf_bpe.encode.merge_kernels import range_positions
 from hf_bpe.train._reference import check_parity_options
 from hf_bpe.train.checks import check_arguments, check_counts, check_trainer_options, report_training
 from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields

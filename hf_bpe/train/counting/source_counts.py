@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from hf_bpe.common.ranges import range_positions
+from hf_bpe.encode.merge_kernels import range_positions
 from hf_bpe.pretokenize import WHITESPACE_CHARS, CompiledPattern
 from hf_bpe.train.counting.piece_counter import MAX_PIECES, PieceCounter
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hf_bpe.common.ranges import range_positions
+from hf_bpe.encode.merge_kernels import range_positions
 from hf_bpe.train.merging.flat_corpus import SEPARATOR, FlatCorpus, index_entries, lowered_floor, pair_keys
 from hf_bpe.train.merging.pair_runs import pair_shift, sorted_pair_runs
 

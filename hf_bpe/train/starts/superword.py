@@ -35,7 +35,7 @@ from itertools import filterfalse
 import numpy as np
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.ranges import range_positions
+from hf_bpe.encode.merge_kernels import range_positions
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import resolve_pattern
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME

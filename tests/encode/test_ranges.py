@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bpe.common.ranges import range_positions
+from hf_bpe.encode.merge_kernels import range_positions
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
