@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from hf_bpe.common.errors import InputError
 
@@ -75,19 +76,40 @@ def output_lock(directory: Path, name: str, what: str) -> Iterator[None]:
 @contextmanager
 def signals_held() -> Iterator[None]:
     """Ctrl-C and SIGTERM wait until the block ends (in the main thread, where Python runs their handlers): for a
-    step that makes something and hands it to the clean-up that removes it.
+    step that makes something and hands it to the clean-up that removes it, or that an exception would leave half
+    done. `multiprocessing.Queue.put`, for one, leaves its queue's lock taken when the exception comes between taking
+    the lock and entering its `with` block, and closing the queue then waits for that lock forever.
+
+    The handlers are swapped for one that notes the signals, and those noted are sent again when the block ends.
+    Blocking the signals (`pthread_sigmask`) would not do: that holds them back from this thread only, another thread
+    (a queue's feeder) takes them, and Python runs their handlers in this thread all the same. Not handled: a process
+    forked in the block, which would inherit the noting handler.
 
     >>> with signals_held():
     ...     pass
     """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    noted: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        noted.append(signum)
+
+    # Each step is safe wherever a signal comes: the handlers are read before any is swapped, and the second is put
+    # back even if the first, once back, raises.
+    interrupt, terminate = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
+        signal.signal(signal.SIGINT, note)
+        signal.signal(signal.SIGTERM, note)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL if interrupt is None else interrupt)
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if terminate is None else terminate)
+        for number in noted:
+            signal.raise_signal(number)
 
 
 def _acquire(path: Path, what: str) -> int | None:

@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from hf_bpe.common.errors import InputError
-from hf_bpe.common.locks import OWNER_FILE, lock_path, output_lock, remove_abandoned, run_directory
+from hf_bpe.common.locks import OWNER_FILE, lock_path, output_lock, remove_abandoned, run_directory, signals_held
 from hf_bpe.common.outputs import publish_file, staging_directory
 from tests import REPO
 
@@ -141,3 +143,28 @@ def test_force_replaces_a_directory_without_leaving_the_old_one(tmp_path: Path) 
         (staging / "new.txt").write_text("new")
     assert sorted(path.name for path in target.iterdir()) == ["new.txt"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["tok"]
+
+
+def test_signals_held_wait_for_the_block_while_other_threads_run() -> None:
+    # A signal sent to the process goes to a thread that does not block it, and Python then runs its handler in the
+    # main thread: blocking it in the main thread alone (pthread_sigmask) would not hold it back.
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    order: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: order.append("handled"))
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # a call: where Python runs the handlers of the signals that came
+            order.append("block ended")
+        with pytest.raises(KeyboardInterrupt), signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            order.append("second block ended")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        stop.set()
+        thread.join()
+    assert order == ["block ended", "handled", "second block ended"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

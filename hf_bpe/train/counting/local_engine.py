@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence, Sized
 from typing import Any
 
 from hf_bpe.common.errors import InputError
+from hf_bpe.common.locks import signals_held
 from hf_bpe.common.parallel import (
     default_num_workers,
     exit_with_parent,
@@ -77,15 +78,10 @@ class _WorkerProcesses:
         start_workers(lambda: [process.start() for process in self.processes])
         try:
             for index, task in enumerate(tasks):
-                while True:
-                    try:
-                        self.task_queue.put((index, task), timeout=0.05)
-                        break
-                    except queue.Full:
-                        self._handle_messages()
+                self._put((index, task))
                 self._handle_messages(block=False)
             for _ in self.processes:
-                self.task_queue.put(None)
+                self._put(None)
             while self.finished < len(self.processes):
                 self._handle_messages()
         finally:
@@ -103,6 +99,19 @@ class _WorkerProcesses:
         if self.errors:
             raise InputError(self.errors[min(self.errors)])
         return self.total
+
+    def _put(self, item: Any) -> None:
+        """Put `item` on the task queue, handling the workers' messages while it is full. Each try holds Ctrl-C and
+        SIGTERM back (`signals_held`): their exception, raised inside `put`, could leave the queue's lock taken, and
+        closing the queue in the clean-up would then hang."""
+        while True:
+            with signals_held():
+                try:
+                    self.task_queue.put(item, timeout=0.05)
+                    return
+                except queue.Full:
+                    pass
+            self._handle_messages()
 
     def _handle_messages(self, block: bool = True) -> None:
         """Handle the messages waiting from the workers (waiting a little for one if `block`)."""

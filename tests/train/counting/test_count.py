@@ -657,3 +657,48 @@ def set_segment_chars(monkeypatch: pytest.MonkeyPatch, segment_chars: int) -> No
     """SEGMENT_CHARS bounds both the texts sent to workers (count) and the documents a PieceCounter takes whole."""
     monkeypatch.setattr(hf_bpe.train.counting.count, "SEGMENT_CHARS", segment_chars)
     monkeypatch.setattr(hf_bpe.train.counting.piece_counter, "SEGMENT_CHARS", segment_chars)
+
+
+INTERRUPTED_PUT = """
+import signal, sys, threading
+from hf_bpe.train.counting.count import _BatchTask
+from hf_bpe.train.counting.local_engine import LocalCountingEngine
+
+class Bar:
+    def update(self, size):
+        pass
+
+puts = 0
+
+def in_put(frame, event, arg):
+    if event == "return" and puts == 3:  # the lock is taken, and put's `with` block not entered yet
+        sys.settrace(None)
+        signal.raise_signal(signal.SIGINT)
+    return in_put
+
+def calls(frame, event, arg):
+    global puts
+    caller = frame.f_back
+    if (frame.f_code is threading.Condition.__enter__.__code__ and caller.f_code.co_name == "put"
+            and caller.f_code.co_filename.endswith("queues.py")):
+        puts += 1  # after the first, put has started the queue's feeder thread, which close() stops
+        return in_put
+    return None
+
+sys.settrace(calls)
+try:
+    LocalCountingEngine(2).count(([f"text {index}"] for index in range(1000)), _BatchTask(), [], Bar())
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_inside_a_put_to_the_task_queue_stops_the_count_without_hanging() -> None:
+    # CI once caught SIGTERM at this moment: the task queue's lock was left taken, and the clean-up's close() waited
+    # for it forever. The real signal is sent at that moment (the return from the lock's __enter__ in put); the count
+    # must end with KeyboardInterrupt.
+    try:
+        run = subprocess.run([sys.executable, "-c", INTERRUPTED_PUT], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the count hung after Ctrl-C inside a put to its task queue")
+    assert (run.returncode, run.stdout, run.stderr) == (0, "interrupted\n", "")
