@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Sequence
 from functools import reduce
 from itertools import compress, repeat
-from operator import and_, or_, rshift, sub
+from operator import and_, or_, rshift
 
 import numpy as np
 
@@ -105,11 +105,13 @@ class ParitySelection:
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
                           else set())
         self.chosen: int | None = None
-        # The lengths that choose (the dev fields', or the training fields'), each field's shift, and each
-        # language's field bits: updated and tested by C-level maps, as a merge touches few of the fields.
+        # The lengths that choose (the dev fields', or the training fields': consecutive fields), and where their
+        # fields lie in a packed count.
         choosing = list(dev_fields if dev_fields is not None else range(len(self.queues)))
+        if choosing != list(range(choosing[0], choosing[0] + len(choosing))):
+            raise ValueError(f"the fields whose lengths choose the language must be consecutive, got {choosing}")
         self.lengths = [tokens[field] for field in choosing]
-        self.length_shifts = [field * fields.width for field in choosing]
+        self.length_shift, self.length_bits = choosing[0] * fields.width, (1 << (len(choosing) * fields.width)) - 1
         # Each language's field bits from its floor up: the queues that some pair a merge created counts enough in.
         self.field_masks = (floors.field_masks()[:len(self.queues)] if floors is not None
                             else [fields.mask << (field * fields.width) for field in range(len(self.queues))])
@@ -177,8 +179,7 @@ class ParitySelection:
             words = corpus.word_of[positions[corpus.symbols[positions] == ord(new_token)]].tolist()
             count = sum(map(corpus.frequency_array.__getitem__, words))
         if count:
-            self.lengths = list(map(sub, self.lengths, map(and_, map(rshift, repeat(count), self.length_shifts),
-                                                            repeat(self.fields.mask))))
+            self._shorten(count)
         if self.global_queue is not None and self.merges_made >= self.global_merges:
             self.global_queue = None  # the global merges are made: its memory goes
         if not created:
@@ -188,6 +189,17 @@ class ParitySelection:
             queue.add(created)
         if self.global_queue is not None:
             self.global_queue.add(created)
+
+    def _shorten(self, count: int) -> None:
+        """Take from each length its field of the packed `count`: its nonzero fields only, the highest first (a pair
+        occurs in few languages' dev sets), each found from the highest bit left."""
+        lengths, width = self.lengths, self.fields.width
+        rest = count >> self.length_shift & self.length_bits
+        while rest:
+            field = (rest.bit_length() - 1) // width
+            low = field * width
+            lengths[field] -= rest >> low
+            rest &= (1 << low) - 1
 
     def _need(self) -> list[float] | list[int]:
         """Each language's need of a merge, the greatest first (the reference's expressions, the same floats)."""
