@@ -685,7 +685,6 @@ def calls(frame, event, arg):
         return in_put
     return None
 
-signal.signal(signal.SIGINT, signal.default_int_handler)  # even where this process was started ignoring it
 sys.settrace(calls)
 try:
     LocalCountingEngine(2).count(([f"text {index}"] for index in range(1000)), _BatchTask(), [], Bar())
