@@ -330,13 +330,18 @@ def test_a_signal_during_convert_leaves_nothing(tmp_path: Path, signal_number: i
     out = out_parent / "cl100k"
     process = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", "convert", str(rank_file), "--pattern",
                                 "cl100k", "--out", str(out)], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not any(path.name.startswith(".cl100k.tmp") for path in out_parent.iterdir()):
-        assert process.poll() is None and time.monotonic() < deadline, "the staging directory never appeared"
-        time.sleep(0.005)
-    assert process.poll() is None  # it cannot finish: its input never comes
-    process.send_signal(signal_number)
-    _, err = process.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(path.name.startswith(".cl100k.tmp") for path in out_parent.iterdir()):
+            assert process.poll() is None and time.monotonic() < deadline, "the staging directory never appeared"
+            time.sleep(0.005)
+        assert process.poll() is None  # it cannot finish: its input never comes
+        process.send_signal(signal_number)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:  # the test failed: the command, waiting on its pipe, would be left behind
+            process.kill()
+            process.communicate()
     assert process.returncode == exit_code, err
     assert list(out_parent.iterdir()) == []
     assert err.strip() == ("hf-bpe convert: interrupted; nothing was written" if signal_number == signal.SIGINT

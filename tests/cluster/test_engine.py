@@ -254,13 +254,18 @@ def test_ctrl_c_keeps_the_finished_shards_for_resume(cluster, tokenizer_dir, tmp
                str(source), "--out", str(out), "--engine", "ray", "--ray-address", cluster.address, "--no-progress"]
     process = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", *command], cwd=REPO, stderr=subprocess.PIPE,
                                text=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None:
-        if (out / "train").is_dir() and any(path.name.startswith("part-") for path in (out / "train").iterdir()):
-            break  # a shard is finished: interrupt the run in the middle
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=300)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None:
+            if (out / "train").is_dir() and any(path.name.startswith("part-") for path in (out / "train").iterdir()):
+                break  # a shard is finished: interrupt the run in the middle
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:  # the test failed (the run hung): it is not left behind
+            process.kill()
+            process.communicate()
     if process.returncode == 0:
         pytest.skip("the run finished before it could be interrupted")
     assert process.returncode == 130, stderr
