@@ -66,6 +66,7 @@ from hf_bpe.pretokenize import (
     resolve_pattern,
     validate_special_tokens,
 )
+from hf_bpe.train.counting.file_sample import SampleWindowsTask, sample_of, sample_tasks
 from hf_bpe.train.counting.local_engine import LocalCountingEngine, check_num_workers
 from hf_bpe.train.counting.piece_counter import MAX_PIECES, SEGMENT_CHARS, PieceCounter, Tally, Task, add_counts
 from hf_bpe.train.counting.ray_counting import RayCountingEngine
@@ -165,7 +166,8 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     (bytes processed) when stderr is a terminal. `engine` counts the chunks elsewhere (see the module docstring).
     `convert`, if given, maps each chunk's pre-token counts to what is summed instead, where the chunk is counted
     (in the workers: SuperBPE's stage 2 segments its pre-tokens there; pre-token counts or another `Tally`); it must
-    be picklable for Ray.
+    be picklable for Ray. A stage-2 sample's (`sample` > 1 and `counting_all()`) is given windows of about one byte
+    in `sample` of the files instead of the chunks, converted by `counting_all()` (`file_sample`).
 
     Memory is bounded by the chunk size and the table of distinct pre-tokens, not the file size (see the module
     docstring and `find_chunk_boundaries`). On Linux the workers are forked when no other thread runs, so a script
@@ -174,10 +176,17 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     specials, regex = check_file_options(special_tokens, pattern, errors, chunk_bytes, num_workers)
     path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     sizes = check_input_files(path_list)
-    tasks = file_chunks(path_list, sizes, specials, regex, chunk_bytes, errors, stats)
+    every = sample_of(convert)
+    run: Callable[[PieceCounter, Any], int]
+    if every > 1:  # a stage-2 sample: windows of about one byte in `every`, converted whole (`file_sample`)
+        tasks: list[Any] = sample_tasks(list(map(os.fspath, path_list)), sizes, every)
+        run, convert = SampleWindowsTask(None if regex == GPT2_PATTERN else regex), convert.counting_all()
+    else:
+        tasks, run = file_chunks(path_list, sizes, specials, regex, chunk_bytes, errors, stats), _FileTask(errors,
+                                                                                                         regex)
     engine = engine if engine is not None else files_engine(num_workers, sum(sizes))
     with progress_bar(progress, desc="counting pre-tokens", total=sum(sizes), unit="B", unit_scale=True) as bar:
-        return engine.count(tasks, _converted(_FileTask(errors, regex), convert, specials), specials, bar)
+        return engine.count(tasks, _converted(run, convert, specials), specials, bar)
 
 
 def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[str] = (), *,

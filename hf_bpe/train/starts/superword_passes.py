@@ -13,9 +13,11 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 `train_superwords` runs the passes:
 
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
-   corpus (`StageTwoPass.sampled`), to guess which pairs matter: the last merge will count about a third of the
-   n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample counts at that guess less
-   four standard deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass.
+   corpus (files: windows of their bytes, `hf_bpe.train.counting.file_sample`, the rest not read; other texts:
+   their pre-tokens once counted, `StageTwoPass.sampled`), to guess which pairs matter: the last merge will count
+   about a third of the n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample
+   counts at that guess less four standard deviations (of a count sampled at that rate) or more are kept whole (not
+   cut) in the next pass.
    When the sample is too small for that (a guess below `MIN_SAMPLED_GUESS` in its counts), every pair is counted
    in a pass of its own instead; given a directory (`keep_segmentation_in`), that pass keeps what it segmented
    there, and the next passes read it instead of the corpus (`segmentation_files`). A corpus known to be at most
@@ -49,6 +51,7 @@ distinct part id and per distinct pair), and sorting them when they are added up
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import sys
@@ -132,9 +135,10 @@ class StageTwoPass:
     """The counting workers' conversion of one task's stage-2 pre-token counts (`count_pretokens_in_files(...,
     convert=)`) into `StageTwoCounts`: the pairs of their stage-1 tokens, and with `cut`, their parts cut between
     two tokens wherever the pair's code is not in `kept` (ascending codes; None: cut nowhere, the pre-tokens whole).
-    With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`). With `keep_in`, a directory, each
-    conversion's segmentation is also written there (`segmentation_files`). With `count_pairs=False`, the parts
-    only, their pairs being known from a pass before (its `pairs` are empty). Picklable, for Ray."""
+    With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`; files are sampled before they are
+    counted, by `counting_all`). With `keep_in`, a directory, each conversion's segmentation is also written there
+    (`segmentation_files`). With `count_pairs=False`, the parts only, their pairs being known from a pass before
+    (its `pairs` are empty). Picklable, for Ray."""
 
     def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None, sample: int = 1,
                  keep_in: str | None = None, count_pairs: bool = True) -> None:
@@ -145,6 +149,13 @@ class StageTwoPass:
         self._seen = self._bytes_seen = 0  # occurrences and bytes sampled over so far (`sampled`)
         self.num_ids = max(self.tokenizer.vocab) + 1
         self.dtype = segment_dtype(self.num_ids)
+
+    def counting_all(self) -> StageTwoPass:
+        """This pass, counting all it is given: for a sample of the files' bytes, which the counting of files reads
+        instead of sampling the pre-tokens once counted (`hf_bpe.train.counting.file_sample`)."""
+        whole = copy.copy(self)
+        whole.sample = 1
+        return whole
 
     def sampled(self, counts: Counter[bytes]) -> Counter[bytes]:
         """About one byte in `sample` of the pre-tokens, in systematic samples over everything this pass has seen in

@@ -24,7 +24,7 @@ from hf_bpe.common.errors import InputError
 from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
 from hf_bpe.train._reference import reference_superword_train
-from hf_bpe.train.counting import count
+from hf_bpe.train.counting import count, file_sample
 from hf_bpe.train.counting.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.train.counting.piece_counter import add_counts
 from hf_bpe.train.merging.merge_loop import _Words
@@ -177,6 +177,31 @@ def test_pair_counts_in_blocks_are_the_pair_counts(words: list[tuple[list[int], 
     rare = {(int(np.searchsorted(positions, at, side="right")) - 1, int(at)) for at in pairs.rare(pairs.frequent(3))}
     assert rare == {(index, positions[index] + offset) for index, (tokens, _) in enumerate(words)
                     for offset, pair in enumerate(zip(tokens, tokens[1:])) if expected[pair] < 3}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_sample_of_files_reads_windows_and_changes_no_merge(workers: int, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # A large corpus's sample reads windows of its bytes (`file_sample`), not the whole corpus; whatever it guesses,
+    # the merges are those of the documents merged whole.
+    texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)
+    path = tmp_path / "corpus.txt"
+    path.write_text(ENDOFTEXT.join(texts), encoding="utf-8")
+    expected = train_bpe_from_iterator(texts, 600, [ENDOFTEXT], num_workers=1, superword_from=450)
+    monkeypatch.setattr(superword_passes, "KEEP_FIRST_BYTES", 0)  # as if the corpus were large
+    monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0)  # and its sample used
+    monkeypatch.setattr(file_sample, "SAMPLE_WINDOW_BYTES", 256)
+    sampled: list[tuple[int, int]] = []  # (bytes read, corpus bytes) of each sample
+
+    def spied(paths: list[str], sizes: list[int], every: int) -> list[file_sample.SampleTask]:
+        tasks = file_sample.sample_tasks(paths, sizes, every)
+        sampled.append((sum(end - start for _, windows in tasks for _, start, end in windows), sum(sizes)))
+        return tasks
+
+    monkeypatch.setattr(count, "sample_tasks", spied)
+    assert train_bpe(path, 600, [ENDOFTEXT], num_workers=workers, superword_from=450, progress=False) == expected
+    (read, total), = sampled
+    assert total / superword_passes.SAMPLE_EVERY - 256 <= read <= total / superword_passes.SAMPLE_EVERY + 256
 
 
 def test_files_and_worker_processes_train_the_same_superwords(tmp_path: Path) -> None:
