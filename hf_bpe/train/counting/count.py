@@ -66,10 +66,10 @@ from hf_bpe.pretokenize import (
     resolve_pattern,
     validate_special_tokens,
 )
-from hf_bpe.train.counting.file_sample import SampleWindowsTask, sample_of, sample_tasks
 from hf_bpe.train.counting.local_engine import LocalCountingEngine, check_num_workers
 from hf_bpe.train.counting.piece_counter import MAX_PIECES, SEGMENT_CHARS, PieceCounter, Tally, Task, add_counts
 from hf_bpe.train.counting.ray_counting import RayCountingEngine
+from hf_bpe.train.counting.sampling import SampleWindowsTask, sample_of, sample_tasks, sample_texts
 
 DEFAULT_CHUNK_BYTES = 1 << 20
 # With the default num_workers, less input than this is counted in this process: starting workers costs about as
@@ -167,7 +167,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     `convert`, if given, maps each chunk's pre-token counts to what is summed instead, where the chunk is counted
     (in the workers: SuperBPE's stage 2 segments its pre-tokens there; pre-token counts or another `Tally`); it must
     be picklable for Ray. A stage-2 sample's (`sample` > 1 and `counting_all()`) is given windows of about one byte
-    in `sample` of the files instead of the chunks, converted by `counting_all()` (`file_sample`).
+    in `sample` of the files instead of the chunks, converted by `counting_all()` (`sampling`).
 
     Memory is bounded by the chunk size and the table of distinct pre-tokens, not the file size (see the module
     docstring and `find_chunk_boundaries`). On Linux the workers are forked when no other thread runs, so a script
@@ -178,7 +178,7 @@ def count_pretokens_in_files(paths: PathArg | Sequence[PathArg], special_tokens:
     sizes = check_input_files(path_list)
     every = sample_of(convert)
     run: Callable[[PieceCounter, Any], int]
-    if every > 1:  # a stage-2 sample: windows of about one byte in `every`, converted whole (`file_sample`)
+    if every > 1:  # a stage-2 sample: windows of about one byte in `every`, converted whole (`sampling`)
         tasks: list[Any] = sample_tasks(list(map(os.fspath, path_list)), sizes, every)
         run, convert = SampleWindowsTask(None if regex == GPT2_PATTERN else regex), convert.counting_all()
     else:
@@ -199,7 +199,8 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     sent to `num_workers` processes (default: one per usable CPU) while the iterable is consumed, a few at a time, so
     a stream (a streaming `datasets.IterableDataset`) is never held in memory; input that fits in one batch is
     counted in this process. A text longer than `SEGMENT_CHARS` goes to the workers in parts (see `text_batches`).
-    `engine` counts the batches elsewhere (see the module docstring); `convert` as for `count_pretokens_in_files`.
+    `engine` counts the batches elsewhere (see the module docstring); `convert` as for `count_pretokens_in_files`
+    (a stage-2 sample's is given windows of the texts, `sampling.sample_texts`).
     Over a streaming dataset, most of the memory is
     `datasets`' own, whose pages the forked workers share (docs/benchmarks.md, "Streaming from a dataset").
     """
@@ -207,6 +208,9 @@ def count_pretokens_in_iterator(texts: Iterable[str], special_tokens: Sequence[s
     specials = validate_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
     total = len(texts) if isinstance(texts, Sized) else None
+    every = sample_of(convert)
+    if every > 1:  # a stage-2 sample: windows of about one character in `every`, converted whole (`sampling`)
+        texts, convert, total = sample_texts(texts, every), convert.counting_all(), None
     batches = text_batches(texts, specials, regex)
     with progress_bar(progress, desc="counting pre-tokens", total=total, unit=" texts") as bar:
         if engine is None:

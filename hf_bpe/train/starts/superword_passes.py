@@ -13,8 +13,8 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 `train_superwords` runs the passes:
 
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
-   corpus (files: windows of their bytes, `hf_bpe.train.counting.file_sample`, the rest not read; other texts:
-   their pre-tokens once counted, `StageTwoPass.sampled`), to guess which pairs matter: the last merge will count
+   corpus (windows of a few KB, `hf_bpe.train.counting.sampling`: the rest of files is not read, the rest of other
+   texts not counted), to guess which pairs matter: the last merge will count
    about a third of the n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample
    counts at that guess less four standard deviations (of a count sampled at that rate) or more are kept whole (not
    cut) in the next pass.
@@ -88,11 +88,10 @@ from hf_bpe.train.starts.superword_words import (
 )
 from hf_bpe.train.starts.tallies import PairTally, PartTally
 
-# The first pass counts the pairs of about one byte of the stage-2 pre-tokens in this many: windows of SAMPLE_WINDOW
-# bytes of the long ones, one in SAMPLE_EVERY, and one short pre-token in SAMPLE_EVERY (a document's text is sampled
-# throughout, so that pairs frequent in one part of the corpus only are seen too).
+# The first pass counts the pairs of about one byte of the corpus in this many: a window of a few KB in every
+# SAMPLE_EVERY (`hf_bpe.train.counting.sampling`: a document's text is sampled throughout, so that pairs frequent in
+# one part of the corpus only are seen too).
 SAMPLE_EVERY = 16
-SAMPLE_WINDOW = 1 << 8
 # A guess from the sample below this (in the sample's counts) leaves pairs at the cut too few occurrences to be told
 # apart from rare ones: the pairs are then counted in full, in a pass of their own (a corpus of a few hundred MB).
 MIN_SAMPLED_GUESS = 16
@@ -135,10 +134,10 @@ class StageTwoPass:
     """The counting workers' conversion of one task's stage-2 pre-token counts (`count_pretokens_in_files(...,
     convert=)`) into `StageTwoCounts`: the pairs of their stage-1 tokens, and with `cut`, their parts cut between
     two tokens wherever the pair's code is not in `kept` (ascending codes; None: cut nowhere, the pre-tokens whole).
-    With `sample` > 1, only the pairs of a sample of the pre-tokens (`sampled`; files are sampled before they are
-    counted, by `counting_all`). With `keep_in`, a directory, each conversion's segmentation is also written there
-    (`segmentation_files`). With `count_pairs=False`, the parts only, their pairs being known from a pass before
-    (its `pairs` are empty). Picklable, for Ray."""
+    With `sample` > 1, the pass asks the counting for about one byte in `sample` of the corpus, which it converts
+    with `counting_all()` (`hf_bpe.train.counting.sampling`). With `keep_in`, a directory, each conversion's
+    segmentation is also written there (`segmentation_files`). With `count_pairs=False`, the parts only, their pairs
+    being known from a pass before (its `pairs` are empty). Picklable, for Ray."""
 
     def __init__(self, tokenizer: Tokenizer, cut: bool = True, kept: np.ndarray | None = None, sample: int = 1,
                  keep_in: str | None = None, count_pairs: bool = True) -> None:
@@ -146,43 +145,15 @@ class StageTwoPass:
             tokenizer.vocab, tokenizer.merges)
         self.cut, self.kept, self.sample, self.keep_in = cut, kept, sample, keep_in
         self.count_pairs = count_pairs
-        self._seen = self._bytes_seen = 0  # occurrences and bytes sampled over so far (`sampled`)
         self.num_ids = max(self.tokenizer.vocab) + 1
         self.dtype = segment_dtype(self.num_ids)
 
     def counting_all(self) -> StageTwoPass:
-        """This pass, counting all it is given: for a sample of the files' bytes, which the counting of files reads
-        instead of sampling the pre-tokens once counted (`hf_bpe.train.counting.file_sample`)."""
+        """This pass, counting all it is given: what converts the windows that the counting reads or takes for a
+        pass with `sample` > 1 (`hf_bpe.train.counting.sampling`)."""
         whole = copy.copy(self)
         whole.sample = 1
         return whole
-
-    def sampled(self, counts: Counter[bytes]) -> Counter[bytes]:
-        """About one byte in `sample` of the pre-tokens, in systematic samples over everything this pass has seen in
-        this process: of the pre-tokens of `SAMPLE_WINDOW` bytes or more, windows of that many bytes, one in
-        `sample` along their bytes taken end to end (so that the ends of pre-tokens, where a number follows, are
-        sampled as often as the rest); of the shorter ones, one occurrence in `sample` (a pre-token frequent across
-        the corpus is sampled in proportion, whichever tasks hold it). A window may cut a character or a token: the
-        sample only guesses.
-
-        >>> stage_two_pass = StageTwoPass(Tokenizer({i: bytes([i]) for i in range(256)}, []), sample=2)
-        >>> sample = stage_two_pass.sampled(Counter({b"x" * (3 * SAMPLE_WINDOW): 5, b"ab": 3, b"abc": 1}))
-        >>> {pretoken[:3]: count for pretoken, count in sample.items()}  # windows 0 and 2 of x's; 2 of 4 others
-        {b'xxx': 10, b'ab': 1, b'abc': 1}
-        """
-        sampled: Counter[bytes] = Counter()
-        step = SAMPLE_WINDOW * self.sample
-        for pretoken, count in counts.items():
-            if len(pretoken) >= SAMPLE_WINDOW:
-                for start in range(-self._bytes_seen % step, len(pretoken), step):
-                    sampled[pretoken[start:start + SAMPLE_WINDOW]] += count
-                self._bytes_seen += len(pretoken)
-                continue
-            taken = (self._seen + count) // self.sample - self._seen // self.sample
-            self._seen += count
-            if taken:
-                sampled[pretoken] += taken
-        return sampled
 
     def __call__(self, counts: Counter[bytes]) -> StageTwoCounts:
         longest = max(map(len, counts), default=0)
@@ -190,7 +161,7 @@ class StageTwoPass:
             raise InputError(f"a text holds {longest:,} bytes with no number and no special token: SuperBPE's stage 2 "
                              f"merges the text between two numbers whole, and takes at most "
                              f"{2 * MAX_STRETCH_BYTES:,} bytes of it; cut the documents with a special token")
-        arrays = self.tokenizer.segmented_arrays(self.sampled(counts) if self.sample > 1 else counts)
+        arrays = self.tokenizer.segmented_arrays(counts)
         if self.keep_in is not None:  # for the next passes (`segmentation_files`)
             save_segmentation(self.keep_in, arrays)
         return self.count_segmented(*arrays)
@@ -382,5 +353,5 @@ def _merge_parts(parts: PartTally, vocab: Vocab, merges: Merges, wanted: int, st
     return len(merges) - before
 
 
-__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "MAX_STRETCH_BYTES", "SAMPLE_EVERY", "SAMPLE_WINDOW", "CountPass",
+__all__ = ["HANDOVER_PAIRS", "HANDOVER_PARTS", "MAX_STRETCH_BYTES", "SAMPLE_EVERY", "CountPass",
            "StageTwoCounts", "StageTwoPass", "check_stage_two_files", "continue_with_superwords", "train_superwords"]

@@ -24,7 +24,7 @@ from hf_bpe.common.errors import InputError
 from hf_bpe.encode.cache import unpack_ids
 from hf_bpe.pretokenize import compile_pattern
 from hf_bpe.train._reference import reference_superword_train
-from hf_bpe.train.counting import count, file_sample
+from hf_bpe.train.counting import count, sampling
 from hf_bpe.train.counting.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
 from hf_bpe.train.counting.piece_counter import add_counts
 from hf_bpe.train.merging.merge_loop import _Words
@@ -117,9 +117,14 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
         passes.append(stage_two_pass.cut)
         if stage_two_pass.cut:
             pairs_known.append(not stage_two_pass.count_pairs)
+        tasks, convert = each_text, stage_two_pass
+        if stage_two_pass.sample > 1:  # windows of 8 characters, as the counting of texts samples them
+            tasks = [count_pretokens([window], [ENDOFTEXT], pattern="superword")
+                     for window in sampling.sample_texts(texts, stage_two_pass.sample, window=8)]
+            convert = stage_two_pass.counting_all()
         total: object = Counter()
-        for counts in each_text:  # a task per text, added up as the counting engines add them
-            total = add_counts(total, stage_two_pass(counts))  # type: ignore[arg-type]
+        for counts in tasks:  # a task per text, added up as the counting engines add them
+            total = add_counts(total, convert(counts))  # type: ignore[arg-type]
         return total
 
     results, kept_passes = [], []
@@ -134,7 +139,6 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
         # 16: every pair counted in a pass of its own; 0: the sample is used.
         monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0 if sample_used else 16)
-        monkeypatch.setattr(superword_passes, "SAMPLE_WINDOW", 8)  # windows of the longer texts
         token_counts = np.zeros(270 + merges, dtype=np.uint64)
         passes.clear()
         pairs_known.clear()
@@ -182,7 +186,7 @@ def test_pair_counts_in_blocks_are_the_pair_counts(words: list[tuple[list[int], 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_sample_of_files_reads_windows_and_changes_no_merge(workers: int, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    # A large corpus's sample reads windows of its bytes (`file_sample`), not the whole corpus; whatever it guesses,
+    # A large corpus's sample reads windows of its bytes (`sampling`), not the whole corpus; whatever it guesses,
     # the merges are those of the documents merged whole.
     texts = (FIXTURES / "hf_corpora_sample.txt").read_text(encoding="utf-8").split(ENDOFTEXT)
     path = tmp_path / "corpus.txt"
@@ -190,11 +194,11 @@ def test_the_sample_of_files_reads_windows_and_changes_no_merge(workers: int, tm
     expected = train_bpe_from_iterator(texts, 600, [ENDOFTEXT], num_workers=1, superword_from=450)
     monkeypatch.setattr(superword_passes, "KEEP_FIRST_BYTES", 0)  # as if the corpus were large
     monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0)  # and its sample used
-    monkeypatch.setattr(file_sample, "SAMPLE_WINDOW_BYTES", 256)
+    monkeypatch.setattr(sampling, "SAMPLE_WINDOW_BYTES", 256)
     sampled: list[tuple[int, int]] = []  # (bytes read, corpus bytes) of each sample
 
-    def spied(paths: list[str], sizes: list[int], every: int) -> list[file_sample.SampleTask]:
-        tasks = file_sample.sample_tasks(paths, sizes, every)
+    def spied(paths: list[str], sizes: list[int], every: int) -> list[sampling.SampleTask]:
+        tasks = sampling.sample_tasks(paths, sizes, every)
         sampled.append((sum(end - start for _, windows in tasks for _, start, end in windows), sum(sizes)))
         return tasks
 

@@ -1,4 +1,4 @@
-"""The sample of files' bytes that SuperBPE's stage 2 guesses from (`hf_bpe.train.counting.file_sample`)."""
+"""The sample of a corpus that SuperBPE's stage 2 guesses from (`hf_bpe.train.counting.sampling`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hf_bpe.train.counting import file_sample
-from hf_bpe.train.counting.count import count_pretokens, count_pretokens_in_files
-from hf_bpe.train.counting.file_sample import sample_tasks
+from hf_bpe.train.counting import count, sampling
+from hf_bpe.train.counting.count import count_pretokens, count_pretokens_in_files, count_pretokens_in_iterator
+from hf_bpe.train.counting.sampling import sample_tasks
 
 ENDOFTEXT = "<|endoftext|>"
 
@@ -35,7 +35,7 @@ class WindowCounts:
        window=st.integers(1, 20), per_task=st.integers(1, 4))
 def test_windows_are_every_nth_of_the_files_end_to_end(sizes: list[int], every: int, window: int, per_task: int,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(file_sample, "WINDOWS_PER_TASK", per_task)
+    monkeypatch.setattr(sampling, "WINDOWS_PER_TASK", per_task)
     paths = [f"file{index}" for index in range(len(sizes))]
     tasks = sample_tasks(paths, sizes, every, window)
     # Each window's bytes, by their offset in the files taken end to end.
@@ -56,8 +56,8 @@ def test_windows_are_every_nth_of_the_files_end_to_end(sizes: list[int], every: 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_sampled_count_counts_the_windows_each_as_a_text(workers: int, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(file_sample, "SAMPLE_WINDOW_BYTES", 50)
-    monkeypatch.setattr(file_sample, "WINDOWS_PER_TASK", 3)
+    monkeypatch.setattr(sampling, "SAMPLE_WINDOW_BYTES", 50)
+    monkeypatch.setattr(sampling, "WINDOWS_PER_TASK", 3)
     texts = ["the cat sat on the mat, naïve café 1234567 " * 40 + ENDOFTEXT + "by the way " * 30, "short é",
              "ü" * 400]
     paths = []
@@ -75,3 +75,17 @@ def test_a_sampled_count_counts_the_windows_each_as_a_text(workers: int, tmp_pat
     # About a quarter of the bytes, cut characters dropped.
     assert 0.2 * sum(map(len, data)) < sum(len(pretoken) * count for pretoken, count in counted.items()) < 0.3 * sum(
         map(len, data))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_sampled_count_of_texts_counts_their_windows_each_as_a_text(workers: int,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "SAMPLE_WINDOW_BYTES", 30)
+    monkeypatch.setattr(count, "BATCH_CHARS", 100)  # several batches: the workers count them
+    texts = ["the cat sat on the mat, naïve café 1234567 " * 9 + ENDOFTEXT + "by the way " * 7, "short é", "ü" * 90]
+    counted = count_pretokens_in_iterator(texts * 3, [ENDOFTEXT], num_workers=workers, pattern="superword",
+                                          convert=WindowCounts(3), progress=False)
+    windows = list(sampling.sample_texts(texts * 3, 3, 30))
+    assert sum(map(len, windows)) == pytest.approx(sum(map(len, texts * 3)) / 3, abs=30)
+    assert counted == sum((count_pretokens([window], [ENDOFTEXT], pattern="superword") for window in windows),
+                          Counter())

@@ -1,14 +1,14 @@
-"""Counting a systematic sample of files' bytes: windows of `SAMPLE_WINDOW_BYTES`, one every `every` times that
-many bytes of the files taken end to end, so that about one byte in `every` is read and counted, spread over the
-whole corpus.
+"""Counting a systematic sample of a corpus: windows of `SAMPLE_WINDOW_BYTES` bytes (characters, for texts that are
+not files), one every `every` times that many of the corpus taken end to end, so that about one byte in `every` is
+read and counted, spread over the whole corpus.
 
 SuperBPE's stage 2 guesses from such a sample which pairs of stage-1 tokens matter
-(`hf_bpe.train.starts.superword_passes`). Sampling the pre-tokens once counted costs a read, a pre-tokenization and
-a count of the whole corpus; sampling the bytes reads one window in `every` only.
+(`hf_bpe.train.starts.superword_passes`). Sampling the pre-tokens once counted would cost a read, a pre-tokenization
+and a count of the whole corpus; sampling files' bytes reads one window in `every` only, and sampling texts
+pre-tokenizes and counts one window in `every` (the texts are still iterated).
 
-Not handled: a window may cut a character (its pieces at either end are dropped, as is any invalid UTF-8 inside:
-the sample only guesses), a pre-token or a special token (then counted as text). Texts that are not files (an
-iterable, a dataset) are sampled after counting instead (`StageTwoPass.sampled`).
+Not handled: a window may cut a character of a file (its pieces at either end are dropped, as is any invalid UTF-8
+inside: the sample only guesses), a pre-token or a special token (then counted as text).
 
 >>> import tempfile
 >>> from pathlib import Path
@@ -20,6 +20,7 @@ iterable, a dataset) are sampled after counting instead (`StageTwoPass.sampled`)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -72,6 +73,26 @@ class SampleWindowsTask:
             except OSError as error:
                 raise InputError(f"{path}: cannot read file: {error.strerror}") from None
         return covered
+
+
+def sample_texts(texts: Iterable[str], every: int, window: int | None = None) -> Iterator[str]:
+    """The windows of `window` characters (`SAMPLE_WINDOW_BYTES`) at every multiple of `every` windows of the texts
+    taken end to end, each a text of its own (a window is cut at the end of its text). What is not a text is passed
+    on as it is, for the counting to refuse.
+
+    >>> list(sample_texts(["abcdefg", "hi", "jklmn"], every=3, window=2))  # windows at 0, 6 and 12
+    ['ab', 'g', 'mn']
+    """
+    window = SAMPLE_WINDOW_BYTES if window is None else window
+    step = every * window
+    offset = 0  # of the current text in the texts end to end
+    for text in texts:
+        if not isinstance(text, str):
+            yield text
+            continue
+        for start in range(-offset % step, len(text), step):
+            yield text[start:start + window]
+        offset += len(text)
 
 
 def sample_of(convert: Any) -> int:
