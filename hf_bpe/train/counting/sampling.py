@@ -96,6 +96,6 @@ def sample_texts(texts: Iterable[str], every: int, window: int | None = None) ->
 
 
 def sample_of(convert: Any) -> int:
-    """How sparsely a counting pass's `convert` asks for the files to be read: one byte in its `sample` (a stage-2
-    sample, `StageTwoPass`), or 1 (all of them)."""
+    """How sparsely a counting pass's `convert` asks for the corpus to be counted: one byte (or character) in its
+    `sample` (a stage-2 sample, `StageTwoPass`, which converts the windows with `counting_all()`), or 1 (all)."""
     return getattr(convert, "sample", 1) if hasattr(convert, "counting_all") else 1

@@ -14,10 +14,9 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
    corpus (windows of a few KB, `hf_bpe.train.counting.sampling`: the rest of files is not read, the rest of other
-   texts not counted), to guess which pairs matter: the last merge will count
-   about a third of the n-th largest pair count, for n merges (`guess_last_count`), and the pairs the sample
-   counts at that guess less four standard deviations (of a count sampled at that rate) or more are kept whole (not
-   cut) in the next pass.
+   texts not counted), to guess which pairs matter: the last merge will count about a third of the n-th largest
+   pair count, for n merges (`guess_last_count`), and the pairs the sample counts at that guess less four standard
+   deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass.
    When the sample is too small for that (a guess below `MIN_SAMPLED_GUESS` in its counts), every pair is counted
    in a pass of its own instead; given a directory (`keep_segmentation_in`), that pass keeps what it segmented
    there, and the next passes read it instead of the corpus (`segmentation_files`). A corpus known to be at most
