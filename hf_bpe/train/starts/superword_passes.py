@@ -169,7 +169,7 @@ class StageTwoPass:
         """What this pass counts of segmented pre-tokens (`segmented_arrays`), whether segmented now or kept."""
         single = np.zeros(self.num_ids, dtype=np.uint64) if self.cut else None
         words = arrays_words(data, lengths, counts, [None] * self.num_ids, single)
-        pairs = PairCounts(words, count=self.count_pairs)
+        pairs = PairCounts(words, count=self.count_pairs, frequent=self.kept if self.cut else None)
         parts = PartTally(self.dtype) if single is None else PartTally.of_words(words, pairs, self.kept, single)
         return StageTwoCounts(parts, PairTally(pairs.distinct, pairs.totals, distinct=True))
 

@@ -61,7 +61,9 @@ class PairCounts:
     times their number). With `count=False`, the pairs are not counted (`distinct` and `totals` stay empty): only
     `rare` is of use, for words whose pairs were counted before."""
 
-    def __init__(self, words: _Words, count: bool = True) -> None:
+    def __init__(self, words: _Words, count: bool = True, frequent: np.ndarray | None = None) -> None:
+        """With `frequent` (ascending codes) and `count`, `rare_blocks(frequent)` is found while counting, from the
+        same sorted blocks, rather than by sorting every block again."""
         self.data = words.data if isinstance(words.data, np.ndarray) else np.frombuffer(words.data, np.uint8)
         self.ends = np.cumsum(words.lengths)
         self.frequencies = words.frequencies
@@ -69,13 +71,18 @@ class PairCounts:
         # Codes below 2**32 take half the memory.
         self.code_dtype = np.dtype(np.uint32) if self.base * self.base <= 1 << 32 else np.dtype(np.int64)
         self.distinct, self.totals = np.zeros(0, dtype=self.code_dtype), np.zeros(0, dtype=np.float64)
+        self._rare_of, self._rare = (frequent, []) if count and frequent is not None else (None, None)
         for start in range(0, len(self.data) if count else 0, PAIR_BLOCK):
-            block_codes, weights = self._block(start, with_weights=True)
-            if not len(block_codes):
-                continue
-            _, block_codes, _, block_totals = sorted_pair_runs(None, block_codes, 8 * block_codes.dtype.itemsize,
-                                                                 weights)
+            block_codes, at, weights = self._block(start, with_weights=True)
+            runs = sorted_pair_runs(at if self._rare is not None else None, block_codes,
+                                    8 * block_codes.dtype.itemsize, weights)
             del weights
+            if self._rare is not None:  # the rare pairs' positions: a search per distinct code, not per position
+                rare_runs = np.repeat(~_contained(runs.codes, frequent), runs.sizes)  # type: ignore[arg-type]
+                self._rare.append(np.sort(runs.positions[rare_runs]))  # type: ignore[index]
+            if not len(runs.codes):
+                continue
+            block_codes, block_totals = runs.codes, runs.totals
             at = np.searchsorted(self.distinct, block_codes)
             known = at < len(self.distinct)
             known[known] = self.distinct[at[known]] == block_codes[known]
@@ -84,9 +91,9 @@ class PairCounts:
             self.distinct = np.insert(self.distinct, at[new], block_codes[new])
             self.totals = np.insert(self.totals, at[new], block_totals[new])
 
-    def _block(self, start: int, with_weights: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The codes of the pairs that start at the block of positions from `start` inside a word, and either their
-        words' frequencies (`with_weights`) or their positions."""
+    def _block(self, start: int, with_weights: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The codes of the pairs that start at the block of positions from `start` inside a word, their positions,
+        and (`with_weights`) their words' frequencies."""
         stop = min(start + PAIR_BLOCK, len(self.data))
         first, last = np.searchsorted(self.ends, [start, stop - 1], side="right")
         ends = self.ends[first:last + 1]
@@ -97,12 +104,13 @@ class PairCounts:
         if len(right) < len(left):  # the data's last token, always a word's last
             right = np.append(right, 0)
         codes = (left * self.base + right)[inside]
+        at = np.flatnonzero(inside) + start
         if not with_weights:
-            return codes, np.flatnonzero(inside) + start
+            return codes, at, None
         begins = np.concatenate(([self.ends[first - 1] if first else 0], ends[:-1]))
         clipped = np.minimum(ends, stop) - np.maximum(begins, start)
         weights = np.repeat(self.frequencies[first:last + 1], clipped)
-        return codes, weights[inside]
+        return codes, at, weights[inside]
 
     def frequent(self, cut_below: int) -> np.ndarray:
         """The codes of the pairs counting `cut_below` or more, ascending."""
@@ -114,15 +122,28 @@ class PairCounts:
 
     def rare_blocks(self, frequent: np.ndarray) -> Iterator[np.ndarray]:
         """`rare`, a block of positions at a time."""
+        if self._rare is not None and frequent is self._rare_of:  # found while counting
+            yield from self._rare
+            return
         for start in range(0, len(self.data), PAIR_BLOCK):
-            codes, at = self._block(start)
+            codes, at, _ = self._block(start)
             if len(frequent):
                 order = stable_order(codes, 8 * codes.dtype.itemsize)
-                codes = codes[order]  # a sorted search runs several times faster than a scattered one
-                index = np.minimum(np.searchsorted(frequent, codes), len(frequent) - 1)
-                yield at[np.sort(order[frequent[index] != codes])]
+                # A sorted search runs several times faster than a scattered one.
+                yield at[np.sort(order[~_contained(codes[order], frequent)])]
             else:
                 yield at
+
+
+def _contained(codes: np.ndarray, frequent: np.ndarray) -> np.ndarray:
+    """Whether each of `codes` is in `frequent` (ascending codes).
+
+    >>> _contained(np.array([1, 4, 9]), np.array([4, 7])).tolist(), _contained(np.array([1]), np.array([])).tolist()
+    ([False, True, False], [False])
+    """
+    if not len(frequent):
+        return np.zeros(len(codes), dtype=bool)
+    return frequent[np.minimum(np.searchsorted(frequent, codes), len(frequent) - 1)] == codes
 
 def guess_last_count(totals: np.ndarray, num_merges: int) -> int:
     """A guess at the count of the last of `num_merges` merges, from the `totals` of the distinct pairs: a third of

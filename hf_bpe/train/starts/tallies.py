@@ -188,7 +188,8 @@ class PartTally:
             for start in range(0, len(rows), step):
                 block = _Words(rows[start:start + step].ravel(), np.full(len(rows[start:start + step]), length),
                                totals[start:start + step], 0, [None] * num_ids)
-                recut.update(PartTally.of_words(block, PairCounts(block), kept, np.zeros(num_ids, dtype=np.uint64)))
+                recut.update(PartTally.of_words(block, PairCounts(block, count=False), kept,
+                                                np.zeros(num_ids, dtype=np.uint64)))  # the pairs known: cut only
         return recut
 
     def words(self, token_bytes: list[bytes | None], token_counts: np.ndarray | None = None) -> _Words:

@@ -102,6 +102,14 @@ def test_blocks_count_and_cut_as_every_word_is_counted_and_cut(words: list[tuple
     assert [(length, keys.tolist(), totals.tolist()) for length, keys, totals in
             cut_at_rare_pairs(start_state, uncounted, frequent)] == [
         (length, keys.tolist(), totals.tolist()) for length, keys, totals in tables]
+    if frequent is not None:  # the rare pairs found while counting, from the same sorted blocks
+        while_counting = PairCounts(start_state, frequent=frequent)
+        assert while_counting._rare is not None
+        assert while_counting.distinct.tolist() == pairs.distinct.tolist()
+        assert while_counting.totals.tolist() == pairs.totals.tolist()
+        assert [(length, keys.tolist(), totals.tolist()) for length, keys, totals in
+                cut_at_rare_pairs(start_state, while_counting, frequent)] == [
+            (length, keys.tolist(), totals.tolist()) for length, keys, totals in tables]
 
 
 @settings(max_examples=150, deadline=None)
