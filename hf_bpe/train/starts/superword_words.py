@@ -145,6 +145,7 @@ def _contained(codes: np.ndarray, frequent: np.ndarray) -> np.ndarray:
         return np.zeros(len(codes), dtype=bool)
     return frequent[np.minimum(np.searchsorted(frequent, codes), len(frequent) - 1)] == codes
 
+
 def guess_last_count(totals: np.ndarray, num_merges: int) -> int:
     """A guess at the count of the last of `num_merges` merges, from the `totals` of the distinct pairs: a third of
     the `num_merges`-th largest (merges make pairs that count less than the pairs they merge); 0 when there are few
