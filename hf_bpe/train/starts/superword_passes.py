@@ -26,7 +26,9 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
    (the lemma of `cut_at_rare_pairs`); the parts the sample kept whole where their pair counts less than the cut
    are cut again in the parent (`PartTally.recut`). After a pass that counted every pair, this one counts the parts
    only (`count_pairs=False`), as do the passes of step 3. The merge loop then runs over the distinct parts down to
-   the cut: its merges and final segmentation are those of merging the whole documents.
+   the cut: its merges and final segmentation are those of merging the whole documents. A cut more than
+   `FAR_ABOVE_GUESS` times the guess (the sample missed a pair frequent in a few places only) would stop merging far
+   short of `vocab_size`: the parts are then counted again at the guess (as in step 3) before any merge.
 3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more:
    the sample missed a pair that the exact counts put above the guess), the cut is lowered, the parts are counted
    again at it (from the segmentation the parts pass kept, given a directory: a pass over the corpus costs a few
@@ -105,6 +107,9 @@ MAX_STRETCH_BYTES = 1 << 22
 # A worker hands its tables to the parent once they hold this many distinct parts or pairs (tens of MB).
 HANDOVER_PARTS = 1 << 18
 HANDOVER_PAIRS = 1 << 21
+# A cut more than this many times the guess at the last merge's count (`guess_last_count`) is far above it: the parts
+# are counted again at the guess before any merge (`train_superwords`).
+FAR_ABOVE_GUESS = 2
 
 
 class StageTwoCounts:
@@ -245,7 +250,11 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     del counted, exact
     guess = guess_last_count(pairs.totals, num_merges)  # now of the exact counts
     cut = 0 if kept is None else max(guess, pairs.most_outside(kept) + 1)
-    if kept is not None and len(pairs.frequent(cut)) < len(kept):  # the sample kept more than the cut needs
+    # The sample missed a pair counting far more than the guess (one frequent in a few places only): merging down to
+    # this cut would stop far short of `vocab_size`, and each part would then be split again as those merges encode
+    # it. The parts are counted again at the guess instead, before any merge.
+    far = cut > FAR_ABOVE_GUESS * max(guess, min_frequency, 1)
+    if kept is not None and not far and len(pairs.frequent(cut)) < len(kept):  # the sample kept more than needed
         parts = parts.recut(pairs.frequent(cut), len(ordinary))
     distinct = parts.distinct()
     counting_seconds += time.perf_counter() - start
@@ -258,9 +267,9 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         final = cut <= max(min_frequency, 1)
         wanted = num_merges - (len(merges) - len(stage_one[1]))
         counted_now = None if token_counts is None else np.zeros(len(ordinary) + num_merges, dtype=np.uint64)
-        added = _merge_parts(parts, vocab, merges, wanted, len(ordinary), progress,
-                             token_counts=counted_now, min_frequency=max(cut, min_frequency),
-                             max_token_length=max_token_length, num_workers=num_workers)
+        added = 0 if far else _merge_parts(parts, vocab, merges, wanted, len(ordinary), progress,
+                                           token_counts=counted_now, min_frequency=max(cut, min_frequency),
+                                           max_token_length=max_token_length, num_workers=num_workers)
         del parts
         if final or added == wanted:
             break
@@ -271,7 +280,9 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
                                    count_pairs=False)).parts
         counting_seconds += time.perf_counter() - again_start
         if verbose:
-            _report_pass(f"{added:,} merges at the cut before, too few", parts.distinct(), cut, again_start)
+            _report_pass("the cut before far above the guess, no merge" if far
+                         else f"{added:,} merges at the cut before, too few", parts.distinct(), cut, again_start)
+        far = False
         merging_start += time.perf_counter() - again_start
     if token_counts is not None and counted_now is not None:
         token_counts[:len(counted_now)] = counted_now[:len(token_counts)]

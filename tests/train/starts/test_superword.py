@@ -95,6 +95,32 @@ def test_pieces_of_every_length_are_told_apart(words: list[bytes]) -> None:
     assert segmented(pieces, words[::-1]) == expected[::-1]  # the pieces known now
 
 
+class _TextPasses:
+    """A stage-2 `CountPass` over texts, a task per text, added up as the counting engines add them; a sample reads
+    windows of 8 characters, as the counting of texts samples them. It records each pass: whether it cut parts
+    (`passes`) and, for those, whether a pass before counted every pair (`pairs_known`)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.each_text = [count_pretokens([text], [ENDOFTEXT], pattern="superword") for text in texts]
+        self.passes: list[bool] = []
+        self.pairs_known: list[bool] = []
+
+    def __call__(self, stage_two_pass: superword_passes.StageTwoPass) -> object:
+        self.passes.append(stage_two_pass.cut)
+        if stage_two_pass.cut:
+            self.pairs_known.append(not stage_two_pass.count_pairs)
+        tasks, convert = self.each_text, stage_two_pass
+        if stage_two_pass.sample > 1:
+            tasks = [count_pretokens([window], [ENDOFTEXT], pattern="superword")
+                     for window in sampling.sample_texts(self.texts, stage_two_pass.sample, window=8)]
+            convert = stage_two_pass.counting_all()
+        total: object = Counter()
+        for counts in tasks:
+            total = add_counts(total, convert(counts))  # type: ignore[arg-type]
+        return total
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=superword_corpus, merges=st.integers(1, 60), guess=st.integers(2, 12), every=st.integers(1, 3),
        workers=st.sampled_from([1, 2]))
@@ -108,25 +134,8 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
     # merges made. A sample that misses pairs raises the cut above them. A guess of 0 cuts nothing: the documents
     # merged whole. The merges and the final segmentation are the same every way.
     stage_one = train_bpe_from_iterator(texts, 270, [ENDOFTEXT], num_workers=1)
-    each_text = [count_pretokens([text], [ENDOFTEXT], pattern="superword") for text in texts]
-
-    passes: list[bool] = []  # each pass over the texts: whether it cut parts
-    pairs_known: list[bool] = []  # each pass cutting parts: whether a pass before counted every pair
-
-    def count_pass(stage_two_pass: superword_passes.StageTwoPass) -> object:
-        passes.append(stage_two_pass.cut)
-        if stage_two_pass.cut:
-            pairs_known.append(not stage_two_pass.count_pairs)
-        tasks, convert = each_text, stage_two_pass
-        if stage_two_pass.sample > 1:  # windows of 8 characters, as the counting of texts samples them
-            tasks = [count_pretokens([window], [ENDOFTEXT], pattern="superword")
-                     for window in sampling.sample_texts(texts, stage_two_pass.sample, window=8)]
-            convert = stage_two_pass.counting_all()
-        total: object = Counter()
-        for counts in tasks:  # a task per text, added up as the counting engines add them
-            total = add_counts(total, convert(counts))  # type: ignore[arg-type]
-        return total
-
+    count_pass = _TextPasses(texts)
+    passes, pairs_known = count_pass.passes, count_pass.pairs_known
     results, kept_passes = [], []
     # Ways 3 and 4 count every pair in a pass of its own, which keeps its segmentation in files for the parts pass
     # and the passes at lower cuts (`segmentation_files`), read in this process or in a pool of 2: after a sample
@@ -159,6 +168,30 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
             assert all(pairs_known)
     assert all(result == results[0] for result in results)
     assert (None, False) in kept_passes and (100, False) in kept_passes  # ways 3 and 4 read the files
+
+
+def test_a_cut_far_above_the_guess_counts_the_parts_again_before_any_merge(monkeypatch: pytest.MonkeyPatch,
+                                                                              capsys: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    # The sample reads 8 characters in every 400: it misses the pairs of the text in the middle, which the exact
+    # counts then put far above the guess. The parts are counted again at the guess before any merge (no merging
+    # down to the cut, no splitting the parts again as those merges encode them), and the merges and the final
+    # segmentation are those of merging the documents whole.
+    texts = ["the cat sat on the mat. " * 16, "by the way, " * 20 + "9", " sat on the mat, by the way" * 16]
+    stage_one = train_bpe_from_iterator(texts, 270, [ENDOFTEXT], num_workers=1)
+    results = []
+    for guess, every in ((0, 1), (3, 50)):
+        monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, guess=guess: guess)
+        monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", every)
+        monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0)  # the sample used
+        count_pass = _TextPasses(texts)
+        token_counts = np.zeros(300, dtype=np.uint64)
+        trained = superword_passes.train_superwords(stage_one, count_pass, 300, [ENDOFTEXT], verbose=True,
+                                                    token_counts=token_counts)
+        results.append((trained, token_counts.tolist()))
+    assert results[1] == results[0]
+    assert "the cut before far above the guess, no merge" in capsys.readouterr().err
+    assert count_pass.passes[:3] == [False, True, True]  # the sample, the parts pass, the parts at the guess
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
