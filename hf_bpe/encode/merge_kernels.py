@@ -214,7 +214,37 @@ def merge_batch_arrays(words: Sequence[bytes], tables: BatchTables, dtype: np.dt
     >>> ids.tolist(), sizes.tolist()
     ([2, 1, 0], [1, 2, 0])
     """
-    done = _merged_segments(words, tables)
+    return _word_arrays(_merged_segments(words, tables), dtype)
+
+
+def merge_id_batch_arrays(word_ids: np.ndarray, lengths: np.ndarray, tables: BatchTables, dtype: np.dtype
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """`merge_batch_arrays` on words given as ids rather than bytes: `word_ids`, every word's ids end to end, and
+    `lengths`, how many each has (one or more), every id below `tables.separator` (as the ids its pairs and merges
+    name are); `tables` may have no byte ids (`BatchTables({}, ...)`). Where the words are some tokenizer's
+    segmentation already (SuperBPE's stage-1 ids), this applies further merges to it without going back to bytes.
+
+    >>> tables = BatchTables({}, {(7, 8): 0, (9, 7): 1}, [9, 10])
+    >>> ids, sizes = merge_id_batch_arrays(np.array([7, 8, 7, 8, 8, 7]), np.array([3, 3]), tables, np.dtype("<u4"))
+    >>> ids.tolist(), sizes.tolist()
+    ([10, 8, 8, 7], [1, 3])
+    """
+    if not len(lengths):
+        return np.zeros(0, dtype=dtype), np.zeros(0, dtype=np.intp)
+    if int(word_ids.max(initial=0)) >= tables.separator:
+        raise ValueError(f"word ids must be below {tables.separator}, the merge tables' separator")
+    lengths = lengths.astype(np.intp, copy=False)
+    separators = np.cumsum(lengths + 1) - 1
+    ids = np.full(len(word_ids) + len(lengths), tables.separator, dtype=tables.dtype)
+    ids[range_positions(separators - lengths, lengths)] = word_ids
+    rank = np.empty(ids.size, dtype=tables.dtype)
+    rank[:-1] = _lookup_ranks(ids[:-1], ids[1:], tables)
+    return _word_arrays(_merge_segments(ids, rank, lengths, separators, tables), dtype)
+
+
+def _word_arrays(done: list[tuple[np.ndarray, np.ndarray, np.ndarray]], dtype: np.dtype
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The merged words' ids end to end (`dtype`) and how many each has, in word order, from `_merge_segments`."""
     if not done:
         return np.zeros(0, dtype=dtype), np.zeros(0, dtype=np.intp)
     segments = np.concatenate([ids for ids, _, _ in done])  # each word's ids and a separator
@@ -231,7 +261,6 @@ def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[
     each segment a word's ids and a separator."""
     if not words:
         return []
-    no_rank = tables.no_rank
     lengths = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
     raw = np.frombuffer(b"\0".join(words) + b"\0", dtype=np.uint8)
     separators = np.cumsum(lengths + 1) - 1
@@ -241,11 +270,20 @@ def _merged_segments(words: Sequence[bytes], tables: BatchTables) -> list[tuple[
         raise MissingByteError
     rank = np.empty(ids.size, dtype=tables.dtype)  # rank[i]: the pair (ids[i], ids[i + 1])
     rank[:-1] = tables.byte_pair_ranks[(raw[:-1].astype(np.intp) << 8) | raw[1:]]
+    return _merge_segments(ids, rank, lengths, separators, tables)
+
+
+def _merge_segments(ids: np.ndarray, rank: np.ndarray, lengths: np.ndarray, separators: np.ndarray,
+                    tables: BatchTables) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The merging itself: `ids`, the words' ids end to end, each followed by a separator (at `separators`), and
+    `rank`, the rank of the pair starting at each position (the last entry unset); `lengths`, the words' ids each.
+    The words' segments, as `_merged_segments` gives them."""
+    no_rank = tables.no_rank
     rank[separators] = no_rank
     rank[separators[lengths > 0] - 1] = no_rank
     starts = separators - lengths  # a word's segment: from its start to its separator, both included
     segment_lengths = lengths + 1
-    numbers = np.arange(len(words))
+    numbers = np.arange(len(lengths))
     done: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (segments, word numbers, segment lengths)
     # A merge leaves a hole at its right position instead of moving everything after it: positions link to their
     # live neighbours, and the arrays are compacted only when holes and finished words fill half of them.

@@ -17,6 +17,7 @@ from hf_bpe.encode.merge_kernels import (
     _lookup_ranks,
     merge_batch_packed,
     merge_by_scanning,
+    merge_id_batch_arrays,
     merge_ids,
     merge_with_heap,
 )
@@ -213,6 +214,28 @@ def test_batch_merge_with_arbitrary_merges_equals_the_reference(merges: tuple[di
     tables = BatchTables(byte_ids, pair_ranks, merged_ids)
     assert merge_batch_packed([bytes(word) for word in words], tables, UINT32) == packed(expected)
     assert merge_batch_packed([bytes(word) for word in words], tables, np.dtype("<u2")) == packed(expected, "<u2")
+
+
+@FAST
+@given(random_merges(), st.lists(st.lists(st.integers(0, 7), min_size=1, max_size=60), max_size=30))
+def test_batch_merge_of_ids_equals_the_reference(merges: tuple[dict[tuple[int, int], int], list[int]],
+                                                 words: list[list[int]]) -> None:
+    """Words given as ids: the same as the reference merge, word by word. The tables know of id 7 (so that every
+    id is below their separator) and of no other byte."""
+    pair_ranks, merged_ids = merges
+    expected = [reference_merge(word, pair_ranks, merged_ids) for word in words]
+    tables = BatchTables({0: 7}, pair_ranks, merged_ids)
+    ids, sizes = merge_id_batch_arrays(np.array([token for word in words for token in word], dtype=np.uint16),
+                                       np.array([len(word) for word in words]), tables, UINT32)
+    assert ids.dtype == UINT32 and sizes.tolist() == [len(word) for word in expected]
+    assert ids.tolist() == [token for word in expected for token in word]
+
+
+def test_batch_merge_of_ids_refuses_an_id_the_tables_cannot_tell_from_a_separator() -> None:
+    tables = BatchTables({}, {(1, 2): 0}, [3])
+    assert merge_id_batch_arrays(np.array([1, 2, 2]), np.array([3]), tables, UINT32)[0].tolist() == [3, 2]
+    with pytest.raises(ValueError, match="below 4"):
+        merge_id_batch_arrays(np.array([1, 4]), np.array([2]), tables, UINT32)
 
 
 def test_batch_merge_of_no_words_and_of_empty_words() -> None:

@@ -200,8 +200,23 @@ def continue_from_base(base: Tokenizer, counts: Mapping[bytes, int], vocab_size:
         raise InputError(f"the base tokenizer cannot encode the corpus: {error}") from None
     if consume_counts:
         counts.clear()  # type: ignore[attr-defined]
-    distinct, first_new_id = words.distinct, words.first_new_id
-    num_merges = min(vocab_size - len(base.vocab), MAX_TOKEN_ID + 1 - first_new_id)
+    distinct = words.distinct
+    vocab, merges = continue_words(words, base.vocab, base.merges, vocab_size, progress, min_frequency,
+                                   max_token_length, token_counts)
+    if verbose:
+        report_training(distinct, counting_seconds, len(merges) - len(base.merges), time.perf_counter() - start)
+    return vocab, merges
+
+
+def continue_words(words: _Words, base_vocab: Vocab, base_merges: Merges, vocab_size: int, progress: bool | None,
+                   min_frequency: int, max_token_length: int | None, token_counts: np.ndarray | None = None
+                   ) -> tuple[Vocab, Merges]:
+    """Merge on from a start state in the ids of the base tokenizer of `base_vocab` and `base_merges` (`base_words`,
+    or SuperBPE's parts split by the merges made so far, `tallies.PartTally.merged_words`) up to `vocab_size`: the
+    base's vocab and merges, then the new ones. `words` is used up; `token_counts` (by id) receives the words' tokens
+    in the final segmentation."""
+    first_new_id = words.first_new_id
+    num_merges = min(vocab_size - len(base_vocab), MAX_TOKEN_ID + 1 - first_new_id)
     words, base_ids = compact_ids(words)
     compact_counts = None if token_counts is None else np.zeros(len(base_ids) + num_merges, dtype=token_counts.dtype)
     id_merges = _merge(words, num_merges, progress, token_counts=compact_counts, min_frequency=min_frequency,
@@ -209,14 +224,13 @@ def continue_from_base(base: Tokenizer, counts: Mapping[bytes, int], vocab_size:
     ids = base_ids.tolist() + list(range(first_new_id, first_new_id + len(id_merges)))  # compact id -> id
     if token_counts is not None and compact_counts is not None:
         token_counts[np.array(ids, dtype=np.int64)] += compact_counts[:len(ids)]
-    vocab: Vocab = dict(base.vocab)
-    merges: Merges = list(base.merges)
+    vocab: Vocab = dict(base_vocab)
+    merges: Merges = list(base_merges)
     for new_id, (left, right) in enumerate(id_merges, start=first_new_id):
         merges.append((vocab[ids[left]], vocab[ids[right]]))
         vocab[new_id] = vocab[ids[left]] + vocab[ids[right]]
-    if verbose:
-        report_training(distinct, counting_seconds, len(id_merges), time.perf_counter() - start)
     return vocab, merges
 
 
-__all__ = ["MIN_PARALLEL_BATCHES", "SEGMENT_BYTES", "base_words", "compact_ids", "continue_from_base"]
+__all__ = ["MIN_PARALLEL_BATCHES", "SEGMENT_BYTES", "base_words", "compact_ids", "continue_from_base",
+           "continue_words"]

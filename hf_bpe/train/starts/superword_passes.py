@@ -32,11 +32,11 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 3. **Lower cuts, rarely.** Were the cut too high for `vocab_size` (merging ran out of pairs counting it or more:
    the sample missed a pair that the exact counts put above the guess), the cut is lowered, the parts are counted
    again at it (from the segmentation the parts pass kept, given a directory: a pass over the corpus costs a few
-   times as much), and merging goes on from the merges made so far: each
-   part is split as the tokenizer made so far encodes it (the extension's start state,
-   `base_words.continue_from_base`), which is the segmentation training reached (merges in rank order give the
-   segmentation of merging them in turn). At a cut of 1 no pair is cut: only a corpus too small for the vocabulary
-   asked of it gets there.
+   times as much), and merging goes on from the merges made so far: each part's stage-1 ids are split by the
+   stage-2 merges made, in rank order (`merge_id_batch_arrays`, in `PartTally.words`), which is the segmentation
+   that making them in turn reached, and merging goes on from there (the extension's start state,
+   `base_words.continue_words`). At a cut of 1 no pair is cut: only a corpus too small for the vocabulary asked of
+   it gets there.
 
 The merges are exactly those of merging the documents whole (`hf_bpe.train._reference.reference_superword_train`).
 Memory: each worker holds one chunk's pre-tokens, its piece cache (`superword.PIECE_CACHE`) and the tables it has
@@ -67,13 +67,14 @@ import numpy as np
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg, open_binary
 from hf_bpe.common.parallel import release_free_memory
+from hf_bpe.encode.merge_kernels import BatchTables
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import preset_name
 from hf_bpe.pretokenize.superword import SUPERWORD_NAME
 from hf_bpe.train.checks import report_training
 from hf_bpe.train.counting.count import find_chunk_boundaries
 from hf_bpe.train.merging.merge_loop import Merges, Vocab, _merge
-from hf_bpe.train.starts.base_words import continue_from_base
+from hf_bpe.train.starts.base_words import continue_words
 from hf_bpe.train.starts.segmentation_files import (
     count_segmentation_files,
     room_for,
@@ -269,7 +270,7 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         counted_now = None if token_counts is None else np.zeros(len(ordinary) + num_merges, dtype=np.uint64)
         added = 0 if far else _merge_parts(parts, vocab, merges, wanted, len(ordinary), progress,
                                            token_counts=counted_now, min_frequency=max(cut, min_frequency),
-                                           max_token_length=max_token_length, num_workers=num_workers)
+                                           max_token_length=max_token_length)
         del parts
         if final or added == wanted:
             break
@@ -334,11 +335,11 @@ def continue_with_superwords(stage_one: tuple[Vocab, Merges], counts: Mapping[by
 
 def _merge_parts(parts: PartTally, vocab: Vocab, merges: Merges, wanted: int, stage_one_size: int,
                  progress: bool | None, *, token_counts: np.ndarray | None, min_frequency: int,
-                 max_token_length: int | None, num_workers: int | None) -> int:
+                 max_token_length: int | None) -> int:
     """Merge the distinct parts (of stage-1 ids; stage 1 has `stage_one_size` ids) up to `wanted` merges counting
     `min_frequency` or more, adding them to `vocab` and `merges` (in place); the number made. Right after stage 1 the
-    parts are the merge loop's words as they are; later, each is split as the tokenizer of `vocab` and `merges`
-    encodes it (the extension's start state). The parts are used up."""
+    parts are the merge loop's words as they are; later, each is split by the stage-2 merges made so far (the
+    extension's start state, `base_words.continue_words`). The parts are used up."""
     if len(vocab) == stage_one_size:
         words = parts.words([vocab[token_id] for token_id in range(len(vocab))], token_counts)
         release_free_memory()
@@ -349,15 +350,18 @@ def _merge_parts(parts: PartTally, vocab: Vocab, merges: Merges, wanted: int, st
             merges.append((vocab[left], vocab[right]))
             vocab[new_id] = vocab[left] + vocab[right]
         return len(id_merges)
-    stage_one_bytes = [vocab[token_id] for token_id in range(stage_one_size)]
-    texts = Counter({b"".join(map(stage_one_bytes.__getitem__, part.tolist())): count
-                     for part, count in parts.items()})
-    parts.by_length.clear()
-    base = Tokenizer(dict(vocab), list(merges))
+    # Later, the stage-2 merges made so far split each part's stage-1 ids: the segmentation that making them in turn
+    # reached (not the tokenizer's encoding of the part's bytes, which need not start from the stage-1 ids).
+    id_of = {token: token_id for token_id, token in vocab.items()}
+    made = merges[len(merges) - (len(vocab) - stage_one_size):]
+    merged = BatchTables({}, {(id_of[left], id_of[right]): rank for rank, (left, right) in enumerate(made)},
+                         range(stage_one_size, len(vocab)))
+    del id_of
     before = len(merges)
-    extended_vocab, extended_merges = continue_from_base(base, texts, len(vocab) + wanted, progress, False, 0.0,
-                                                         min_frequency, max_token_length, token_counts, True,
-                                                         num_workers)
+    # The words passed on unnamed: `continue_words` renumbers them, and the words before that are let go.
+    extended_vocab, extended_merges = continue_words(
+        parts.words([vocab[token_id] for token_id in range(len(vocab))], token_counts, merged), vocab, merges,
+        len(vocab) + wanted, progress, min_frequency, max_token_length, token_counts)
     vocab.update(extended_vocab)
     merges[:] = extended_merges
     return len(merges) - before

@@ -20,9 +20,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from hf_bpe.encode.merge_kernels import BatchTables, merge_id_batch_arrays
 from hf_bpe.train.merging.merge_loop import _Words
 from hf_bpe.train.merging.pair_runs import sorted_pair_runs
 from hf_bpe.train.starts.superword_words import PAIR_BLOCK, PairCounts, cut_at_rare_pairs
+
+# `PartTally.words` splits the parts by merges made already in blocks of about this many ids: the merge kernel's
+# arrays stay small, and its steps per block few (a block's parts are of one length).
+MERGED_BLOCK_IDS = 1 << 18
 
 
 class KeyCounts:
@@ -192,10 +197,22 @@ class PartTally:
                                                 np.zeros(num_ids, dtype=np.uint64)))  # the pairs known: cut only
         return recut
 
-    def words(self, token_bytes: list[bytes | None], token_counts: np.ndarray | None = None) -> _Words:
-        """The merge loop's start state: the parts of two ids or more as words (in `dtype`), their counts; the
-        one-id parts' counts go to `token_counts`. The tally is emptied, a length at a time."""
-        data, lengths, frequencies = [np.zeros(0, dtype=self.dtype)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    def words(self, token_bytes: list[bytes | None], token_counts: np.ndarray | None = None,
+              merged: BatchTables | None = None) -> _Words:
+        """The merge loop's start state: the parts of two ids or more as words (in `dtype`, or int32 with `merged`),
+        their counts; the one-id parts' counts go to `token_counts`. With `merged`, the tables of merges made
+        already (over these ids, in rank order: `merge_id_batch_arrays`), each part is first split as they split
+        it, which is the segmentation that making those merges in turn reaches: the start state of merging on from
+        them (`base_words.continue_words`). The tally is emptied, a length at a time.
+
+        >>> tally = PartTally.of_words(_Words(np.array([5, 6, 7, 5, 6], np.uint16), np.array([3, 2]),
+        ...                                   np.array([1, 4]), 2, []))
+        >>> words = tally.words([], merged=BatchTables({}, {(5, 6): 0}, [8]))
+        >>> words.data.tolist(), words.lengths.tolist(), words.frequencies.tolist()
+        ([8, 7], [2], [1])
+        """
+        dtype = self.dtype if merged is None else np.dtype(np.int32)
+        data, lengths, frequencies = [np.zeros(0, dtype=dtype)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         distinct = len(self)
         for length in sorted(self.by_length):
             rows, totals = self.rows(length)
@@ -204,9 +221,22 @@ class PartTally:
                 if token_counts is not None:
                     np.add.at(token_counts, rows[:, 0], totals.astype(np.uint64))
                 continue
-            data.append(rows.ravel())
-            lengths.append(np.full(len(rows), length, dtype=np.int64))
-            frequencies.append(totals)
+            if merged is None:
+                data.append(rows.ravel())
+                lengths.append(np.full(len(rows), length, dtype=np.int64))
+                frequencies.append(totals)
+                continue
+            step = max(1, MERGED_BLOCK_IDS // length)
+            for start in range(0, len(rows), step):
+                block, counts = rows[start:start + step], totals[start:start + step]
+                ids, sizes = merge_id_batch_arrays(block.ravel(), np.full(len(block), length), merged, dtype)
+                several = sizes > 1
+                if token_counts is not None and np.count_nonzero(several) < len(several):
+                    single = ~several
+                    np.add.at(token_counts, ids[np.repeat(single, sizes)], counts[single].astype(np.uint64))
+                data.append(ids[np.repeat(several, sizes)])
+                lengths.append(sizes[several].astype(np.int64))
+                frequencies.append(counts[several])
         return _Words(np.concatenate(data), np.concatenate(lengths), np.concatenate(frequencies), distinct,
                       token_bytes)
 
