@@ -137,7 +137,7 @@ class FlatCorpus:
 
     def __init__(self, data: bytes | np.ndarray, lengths: np.ndarray, frequencies: np.ndarray, floor: int = 0,
                  first_new_id: int = 256, pair_runs: list[PairRuns] | None = None,
-                 byte_pair_totals: np.ndarray | None = None) -> None:
+                 byte_pair_totals: np.ndarray | None = None, index: bool = True) -> None:
         """`data`: the words end to end, as bytes (each byte its token id) or as an int32 array of token ids below
         `first_new_id`, the id the first merge makes (`merge_loop._Words`, the start state). `pair_runs`: the words'
         pairs already sorted and counted (their positions here, codes with `pair_shift(first_new_id - 1)`, totals
@@ -146,7 +146,8 @@ class FlatCorpus:
         `parity_selection`): every count is then a Python int, summed exactly whatever its size.
         `byte_pair_totals`: the byte pairs' totals of `frequencies` (indexed by left byte << 8 | right byte), when
         the caller has them (parity-aware training adds them up per language in int64), for words of bytes and no
-        floor: the store then sums no frequency itself."""
+        floor: the store then sums no frequency itself. `index=False` leaves the pairs to `index_words`, so that the
+        caller can let go of `data` and `lengths` (copied here) before the counting, where the memory peaks."""
         size = len(data) + len(lengths) + 1
         separators = np.zeros(size, dtype=bool)
         separators[np.cumsum(lengths + 1)] = True
@@ -173,8 +174,14 @@ class FlatCorpus:
         # With packed frequencies: the bits of each field's floor and above; a pair made is kept if it has one.
         self.floor_mask: int | None = None
         self.index: dict[str, np.ndarray | array | int] = {}
-        self.pair_counts: dict[str, int] = dict(zip(*self._index_pairs(given_runs=pair_runs,
-                                                                       byte_pair_totals=byte_pair_totals)))
+        self.pair_counts: dict[str, int] = {}
+        if index:
+            self.index_words(pair_runs, byte_pair_totals)
+
+    def index_words(self, pair_runs: list[PairRuns] | None = None, byte_pair_totals: np.ndarray | None = None
+                    ) -> None:
+        """Count and index the words' pairs before the first merge (the arguments as the constructor's)."""
+        self.pair_counts.update(zip(*self._index_pairs(given_runs=pair_runs, byte_pair_totals=byte_pair_totals)))
 
     def _pairs(self, start: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
         """The pairs starting in the block of positions from `start`: their positions, and their codes (left symbol

@@ -171,11 +171,15 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
     if store == "flat":
         floor = max(speculative_floor(words.frequencies, num_merges), min_frequency if min_frequency > 1 else 0)
         corpus: StringCorpus | FlatCorpus = FlatCorpus(words.data, words.lengths, words.frequencies, floor,
-                                                       first_new_id, words.pair_runs)
+                                                       first_new_id, index=False)
+        pair_runs = words.pair_runs
     else:
         corpus = StringCorpus(words.strings(), array("q", words.frequencies.tobytes()), long_word_length)
+    # The words' arrays let go before the pairs are counted, where the store's memory peaks.
     words.data, words.lengths, words.pair_runs = b"", np.zeros(0, dtype=np.int64), None
     del words
+    if isinstance(corpus, FlatCorpus):
+        corpus.index_words(pair_runs)
     token_keys = token_order_keys(token_bytes)
     ranked = RankedStore(corpus, QUEUES[queue](corpus.pair_counts, token_keys, corpus.floor), min_frequency)
     merges = run_merge_loop(ranked, num_merges, token_bytes, token_keys, progress, other_tokens=other_tokens,
