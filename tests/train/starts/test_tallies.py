@@ -3,15 +3,18 @@ and a counting worker hands them over once they are full (hf_bpe.train.counting.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hf_bpe.encode.merge_kernels import BatchTables
 from hf_bpe.train.counting.piece_counter import PieceCounter, add_counts
 from hf_bpe.train.merging.merge_loop import _Words
+from hf_bpe.train.starts import tallies
 from hf_bpe.train.starts.superword_passes import StageTwoCounts
 from hf_bpe.train.starts.tallies import KeyCounts, PairTally, PartTally
 
@@ -90,6 +93,48 @@ def test_part_tallies_add_up_as_a_counter_of_sequences(groups: list[list[tuple[l
                   for end, length, count in zip(ends, words.lengths.tolist(), words.frequencies.tolist())}
         merged.update({(token,): int(token_counts[token]) for token in np.flatnonzero(token_counts).tolist()})
         assert merged == expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(group=st.lists(st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=40), st.integers(1, 5)),
+                      max_size=25),
+       num_merges=st.integers(1, 12), block=st.integers(1, 64), rng=st.randoms(use_true_random=False))
+def test_parts_split_by_merges_made_are_each_part_merged_in_turn(group: list[tuple[list[int], int]], num_merges: int,
+                                                                 block: int, rng: random.Random,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`PartTally.words(merged=)`, the start state of merging on: each distinct part as merging the merges in turn
+    leaves it (the merged token's id after every id before), in blocks of any size; one-token results counted."""
+    monkeypatch.setattr(tallies, "MERGED_BLOCK_IDS", block)
+    merges: list[tuple[int, int]] = []
+    for new_id in range(6, 6 + num_merges):  # each merge over ids made before it, as training makes them
+        merges.append((rng.randrange(new_id), rng.randrange(new_id)))
+    expected: Counter[tuple[int, ...]] = Counter()
+    for part, count in group:
+        ids = list(part)
+        for rank, pair in enumerate(merges):  # merging in turn, left to right, as the merge loop does
+            at, merged = 0, []
+            while at < len(ids):
+                if tuple(ids[at:at + 2]) == pair:
+                    merged.append(6 + rank)
+                    at += 2
+                else:
+                    merged.append(ids[at])
+                    at += 1
+            ids = merged
+        expected[tuple(ids)] += count
+    words = _Words(np.array([token for part, _ in group for token in part], dtype=np.uint16),
+                   np.array([len(part) for part, _ in group], dtype=np.int64),
+                   np.array([count for _, count in group], dtype=np.int64), len(group), [])
+    token_counts = np.zeros(6 + num_merges, dtype=np.uint64)
+    tables = BatchTables({}, {pair: rank for rank, pair in reversed(list(enumerate(merges)))},
+                         range(6, 6 + num_merges))
+    split = PartTally.of_words(words).words([], token_counts, merged=tables)
+    ends = np.cumsum(split.lengths).tolist()
+    found: Counter[tuple[int, ...]] = Counter()
+    for end, length, count in zip(ends, split.lengths.tolist(), split.frequencies.tolist()):
+        found[tuple(split.data[end - length:end].tolist())] += count
+    found.update({(token,): int(token_counts[token]) for token in np.flatnonzero(token_counts).tolist()})
+    assert split.data.dtype == np.int32 and found == expected
 
 
 def test_a_worker_hands_a_tally_over_once_it_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
