@@ -212,7 +212,7 @@ def continue_words(words: _Words, base_vocab: Vocab, base_merges: Merges, vocab_
                    min_frequency: int, max_token_length: int | None, token_counts: np.ndarray | None = None
                    ) -> tuple[Vocab, Merges]:
     """Merge on from a start state in the ids of the base tokenizer of `base_vocab` and `base_merges` (`base_words`,
-    or SuperBPE's parts split by the merges made so far, `tallies.PartTally.merged_words`) up to `vocab_size`: the
+    or SuperBPE's parts split by the merges made so far, `tallies.PartTally.words`) up to `vocab_size`: the
     base's vocab and merges, then the new ones. `words` is used up; `token_counts` (by id) receives the words' tokens
     in the final segmentation."""
     first_new_id = words.first_new_id
