@@ -92,6 +92,8 @@ def stage_one_tokenizer(stage_one: tuple[Vocab, Merges]) -> StageOneTokenizer:
     tokenizer = StageOneTokenizer(ordinary_vocab(stage_one), stage_one[1])
     tokenizer._tables()  # the merge kernel's tables, built once here: the counting workers fork after, and share them
     _ = tokenizer.piece_cuts  # the same
+    import pandas  # noqa: F401 (the same: `_distinct_keys` uses it, and importing it takes a quarter of a second)
+
     return tokenizer
 
 
@@ -198,8 +200,7 @@ class StageOneTokenizer(Tokenizer):
         # long ones (by their bytes).
         which = np.empty(len(piece_starts), dtype=np.intp)
         short = np.flatnonzero(piece_lengths <= SHORT_PIECE)
-        keys, which[short] = np.unique(_short_keys(data, piece_starts[short], piece_lengths[short]),
-                                       return_inverse=True)
+        which[short], keys = _distinct_keys(_short_keys(data, piece_starts[short], piece_lengths[short]))
         distinct: list[int | bytes] = keys.tolist()
         long = np.flatnonzero(piece_lengths > SHORT_PIECE)
         if len(long):
@@ -237,6 +238,20 @@ class StageOneTokenizer(Tokenizer):
         packed = ids.astype(dtype).tobytes()
         ends = (np.cumsum(sizes) * dtype.itemsize).tolist()
         return [packed[begin:stop] for begin, stop in zip([0, *ends], ends)]
+
+
+def _distinct_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's index among the distinct keys, and the distinct keys in the order they first occur, by pandas'
+    hash table (`pandas.factorize`): on a batch's pieces (tens of thousands of keys, a third of them distinct) it
+    takes a twentieth of `np.unique(..., return_inverse=True)`'s time, whose sort was a sixth of the segmentation.
+
+    >>> indices, distinct = _distinct_keys(np.array([9, 4, 9, 7], dtype=np.uint64))
+    >>> indices.tolist(), distinct.tolist()
+    ([0, 1, 0, 2], [9, 4, 7])
+    """
+    from pandas import factorize
+
+    return factorize(keys)
 
 
 # A piece of at most this many bytes is told apart by one uint64: its length in the top byte, then its bytes.
