@@ -15,7 +15,7 @@ import numpy as np
 
 from hf_bpe.encode.merge_kernels import range_positions
 from hf_bpe.train.merging.flat_corpus import SEPARATOR, FlatCorpus, index_entries, lowered_floor, pair_keys
-from hf_bpe.train.merging.pair_runs import pair_shift, sorted_pair_runs
+from hf_bpe.train.merging.pair_runs import contained, pair_shift, sorted_pair_runs
 
 
 class PackedFields:
@@ -136,8 +136,7 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     followed = ends_one[rights]
     candidates, rights = candidates[followed], rights[followed]
     codes_there = symbols[candidates].astype(np.int64) << shift | rights
-    found = np.minimum(np.searchsorted(codes, codes_there), len(codes) - 1)
-    matched = codes[found] == codes_there
+    matched = contained(codes_there, codes)
     at = candidates[matched].astype(np.int32)
     runs = sorted_pair_runs(at, codes_there[matched], 2 * shift, corpus.frequencies[corpus.word_of[at]])
     keys = pair_keys(runs.codes, shift)

@@ -92,6 +92,17 @@ def sorted_pair_runs(positions: np.ndarray | None, codes: np.ndarray, bits: int,
     return PairRuns(positions, codes[starts], sizes, totals)
 
 
+def contained(codes: np.ndarray, sorted_codes: np.ndarray) -> np.ndarray:
+    """Whether each of `codes` is in `sorted_codes` (ascending), by a binary search each.
+
+    >>> contained(np.array([1, 4, 9]), np.array([4, 7])).tolist(), contained(np.array([1]), np.array([])).tolist()
+    ([False, True, False], [False])
+    """
+    if not len(sorted_codes):
+        return np.zeros(len(codes), dtype=bool)
+    return sorted_codes[np.minimum(np.searchsorted(sorted_codes, codes), len(sorted_codes) - 1)] == codes
+
+
 def distinct_codes(codes_of_blocks: list[np.ndarray], bits: int) -> np.ndarray:
     """The distinct codes (below 2 ** `bits`) of all blocks, ascending, as int64; each block's own are distinct and
     ascending already. Sorted as uint32 when they fit: twice as fast as int64.

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from hf_bpe.train.merging.merge_loop import _Words
-from hf_bpe.train.merging.pair_runs import sorted_pair_runs, stable_order
+from hf_bpe.train.merging.pair_runs import contained, sorted_pair_runs, stable_order
 
 # Pairs of stage-1 tokens are counted this many positions at a time.
 PAIR_BLOCK = 1 << 18
@@ -78,7 +78,7 @@ class PairCounts:
                                     8 * block_codes.dtype.itemsize, weights)
             del weights
             if self._rare is not None:  # the rare pairs' positions: a search per distinct code, not per position
-                rare_runs = np.repeat(~_contained(runs.codes, frequent), runs.sizes)  # type: ignore[arg-type]
+                rare_runs = np.repeat(~contained(runs.codes, frequent), runs.sizes)  # type: ignore[arg-type]
                 self._rare.append(np.sort(runs.positions[rare_runs]))  # type: ignore[index]
             if not len(runs.codes):
                 continue
@@ -130,20 +130,9 @@ class PairCounts:
             if len(frequent):
                 order = stable_order(codes, 8 * codes.dtype.itemsize)
                 # A sorted search runs several times faster than a scattered one.
-                yield at[np.sort(order[~_contained(codes[order], frequent)])]
+                yield at[np.sort(order[~contained(codes[order], frequent)])]
             else:
                 yield at
-
-
-def _contained(codes: np.ndarray, frequent: np.ndarray) -> np.ndarray:
-    """Whether each of `codes` is in `frequent` (ascending codes).
-
-    >>> _contained(np.array([1, 4, 9]), np.array([4, 7])).tolist(), _contained(np.array([1]), np.array([])).tolist()
-    ([False, True, False], [False])
-    """
-    if not len(frequent):
-        return np.zeros(len(codes), dtype=bool)
-    return frequent[np.minimum(np.searchsorted(frequent, codes), len(frequent) - 1)] == codes
 
 
 def guess_last_count(totals: np.ndarray, num_merges: int) -> int:

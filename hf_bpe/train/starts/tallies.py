@@ -22,7 +22,7 @@ import numpy as np
 
 from hf_bpe.encode.merge_kernels import BatchTables, merge_id_batch_arrays
 from hf_bpe.train.merging.merge_loop import _Words
-from hf_bpe.train.merging.pair_runs import sorted_pair_runs
+from hf_bpe.train.merging.pair_runs import contained, sorted_pair_runs
 from hf_bpe.train.starts.superword_words import PAIR_BLOCK, PairCounts, cut_at_rare_pairs
 
 # `PartTally.words` splits the parts by merges made already in blocks of about this many ids: the merge kernel's
@@ -98,11 +98,7 @@ class PairTally(KeyCounts):
 
     def most_outside(self, kept: np.ndarray) -> int:
         """The largest count of a pair whose code is not in `kept` (ascending codes); 0 when there is none."""
-        keys = self.keys
-        if not len(kept):
-            return int(self._totals.max(initial=0))
-        at = np.minimum(np.searchsorted(kept, keys), len(kept) - 1)
-        return int(self._totals[kept[at] != keys].max(initial=0))
+        return int(self.totals[~contained(self.keys, kept)].max(initial=0))
 
 
 class PartTally:
