@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from itertools import compress, count
 from operator import mul
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from hf_bpe.train.merging.merge_loop import (
     token_order_keys,
     vocab_of_merges,
 )
+from hf_bpe.train.merging.pair_runs import pair_keys
 from hf_bpe.train.merging.parity_selection import FieldQueue, ParitySelection
 
 SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
@@ -82,7 +84,7 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         if largest >= 1 << 63:  # the queues hold counts below 2^63, as plain training's do
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
         fields = PackedFields(largest.bit_length() + 1)  # no pair counts more than its field's tokens
-        corpus, pooled_frequencies, language_words = _packed_corpus(
+        corpus, pooled_frequencies, language_words, byte_pair_counts = _packed_corpus(
             field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges),
             exact_in_float=largest < 1 << 53)
         num_merges = vocab_size - 256 - len(specials)
@@ -104,10 +106,12 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
                 counts.clear()  # type: ignore[attr-defined]
         token_bytes: list[bytes | None] = [bytes([byte]) for byte in range(256)]
         token_keys = token_order_keys(token_bytes)
-        queues = [FieldQueue(corpus.pair_counts, fields, field, token_keys, min_frequency, floors.floors[field])
-                  for field in range(len(names))]
+        filed = _filed_byte_pairs(byte_pair_counts, floors.floors)
+        queues = [FieldQueue(corpus.pair_counts, fields, field, token_keys, min_frequency, floors.floors[field],
+                             filed[field]) for field in range(len(names))]
         global_queue = (FieldQueue(corpus.pair_counts, fields, len(names), token_keys, min_frequency,
-                                   floors.floors[len(names)]) if global_merges else None)
+                                   floors.floors[len(names)], filed[len(names)]) if global_merges else None)
+        del filed, byte_pair_counts
         selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                     ratios=None if ratios is None else [ratios[name] for name in names],
                                     variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
@@ -125,15 +129,24 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     return vocab_of_merges(id_merges, specials)
 
 
+class _PackedStore(NamedTuple):
+    """What `_packed_corpus` makes: the store; each word's training counts added up (Python ints), the frequencies
+    of the final segmentation's token counts; each language's words in the store (their rows) with its weighted
+    counts of them (int64), for its floor (`speculative_field_floors`, `field_floors.keep_pairs_in_words`); and each
+    queue's field counts of the byte pairs (`_byte_pair_totals`), or None when they were not added up in numpy."""
+
+    corpus: FlatCorpus
+    pooled_frequencies: np.ndarray
+    language_words: list[tuple[np.ndarray, np.ndarray]]
+    byte_pair_counts: list[np.ndarray] | None
+
+
 def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Mapping[bytes, int]],
-                   fields: PackedFields, pooled: bool, exact_in_float: bool = False
-                   ) -> tuple[FlatCorpus, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+                   fields: PackedFields, pooled: bool, exact_in_float: bool = False) -> _PackedStore:
     """One store of the distinct words of two bytes or more, each word's frequency its counts packed: the languages'
-    `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts. Also each word's
-    training counts added up (Python ints), the frequencies of the final segmentation's token counts; and each
-    language's words in the store (their rows) with its weighted counts of them (int64), for its floor
-    (`speculative_field_floors`, `field_floors.keep_pairs_in_words`). `exact_in_float`: no field counts 2^53 or
-    more, so the byte pairs' counts are added up per field in numpy (`_byte_pair_totals`)."""
+    `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts; with what
+    `_PackedStore` gives beside it. `exact_in_float`: no field counts 2^53 or more, so the byte pairs' counts are
+    added up per field in numpy (`_byte_pair_totals`)."""
     field_counts = [*training, *((counts, 1) for counts in dev)]
     # Every entry of every field numbered in one C-level pass: a word keeps the number it was first given (the
     # numbers of its later entries are skipped). Then the words of two bytes or more are the store's rows, in that
@@ -170,33 +183,38 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         packed += summed << (len(training) * fields.width)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=size)
     data = b"".join(words)
-    byte_pair_totals = (_byte_pair_totals(data, lengths, field_words, len(training),
-                                          len(training) * fields.width if pooled else None)
-                        if exact_in_float else None)
+    byte_pair_totals, byte_pair_counts = (_byte_pair_totals(data, lengths, field_words, len(training),
+                                                            len(training) * fields.width if pooled else None)
+                                          if exact_in_float else (None, None))
     language_words = [(rows, weights) for rows, weights, _ in field_words[:len(training)]]
-    return (FlatCorpus(data, lengths, packed[:size], byte_pair_totals=byte_pair_totals), summed[:size],
-            language_words)
+    return _PackedStore(FlatCorpus(data, lengths, packed[:size], byte_pair_totals=byte_pair_totals), summed[:size],
+                        language_words, byte_pair_counts)
 
 
 def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[np.ndarray, np.ndarray, int]],
-                      languages: int, pooled_shift: int | None) -> np.ndarray:
+                      languages: int, pooled_shift: int | None) -> tuple[np.ndarray, list[np.ndarray]]:
     """Each byte pair's packed count in the words `data` (end to end, `lengths`; indexed by left byte << 8 | right
     byte): each field's (`field_words`: its words, its int64 counts of them, its shift; the first `languages` are
     the training fields, whose sum goes at `pooled_shift` when given) added up by a bincount, then shifted into
     place. Where the store would add up Python ints at every position, this adds int64 per field and makes Python
     ints once per pair and field. The bincount's float64 sums are exact only below 2^53: the caller checks that no
-    field counts that much.
+    field counts that much. Also each training field's counts (int64, indexed as the packed ones), then the pooled
+    field's when given: what the queues start from.
 
-    >>> _byte_pair_totals(b"abab", np.array([2, 2]), [(np.array([0]), np.array([3]), 0),
-    ...                                                (np.array([0, 1]), np.array([1, 2]), 8)], 2, None)[97 << 8 | 98]
-    771
+    >>> totals, field_counts = _byte_pair_totals(b"abab", np.array([2, 2]), [(np.array([0]), np.array([3]), 0),
+    ...                                          (np.array([0, 1]), np.array([1, 2]), 8)], 2, None)
+    >>> totals[97 << 8 | 98], [int(counts[97 << 8 | 98]) for counts in field_counts]
+    (771, [3, 3])
     """
     symbols = np.frombuffer(data, dtype=np.uint8)
     offsets = np.cumsum(lengths) - lengths
     totals = np.zeros(1 << 16, dtype=object)
     pooled_sums = np.zeros(1 << 16)
+    field_counts = []
     for field, (rows, weights, shift) in enumerate(field_words):
         if not len(rows):
+            if field < languages:
+                field_counts.append(np.zeros(1 << 16, dtype=np.int64))
             continue
         pairs = lengths[rows] - 1  # every word in the store has two bytes or more
         lefts = range_positions(offsets[rows], pairs)
@@ -204,12 +222,36 @@ def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[
         sums = np.bincount(codes, weights=np.repeat(weights, pairs).astype(np.float64), minlength=1 << 16)
         if field < languages:
             pooled_sums += sums
+            field_counts.append(sums.astype(np.int64))
         counted = np.flatnonzero(sums)
         totals[counted] += sums[counted].astype(np.int64).astype(object) << shift
     if pooled_shift is not None:
         counted = np.flatnonzero(pooled_sums)
         totals[counted] += pooled_sums[counted].astype(np.int64).astype(object) << pooled_shift
-    return totals
+        field_counts.append(pooled_sums.astype(np.int64))
+    return totals, field_counts
+
+
+def _filed_byte_pairs(byte_pair_counts: list[np.ndarray] | None, floors: list[int]
+                      ) -> list[tuple[list[str], np.ndarray] | None]:
+    """What each queue (a language's, then the pooled one) files to begin with, from its field's counts of the byte
+    pairs (indexed by left byte << 8 | right byte): the byte pairs counting at least its floor (and 1) there, as the
+    merge loop's keys, with those counts. All None when the counts were not added up in numpy: each queue then goes
+    over the store's counts itself.
+
+    >>> counts = np.zeros(1 << 16, dtype=np.int64)
+    >>> counts[[97 << 8 | 98, 98 << 8 | 99]] = [5, 1]
+    >>> [(pairs, counts.tolist()) for pairs, counts in _filed_byte_pairs([counts, counts], [0, 4])]
+    [(['ab', 'bc'], [5, 1]), (['ab'], [5])]
+    """
+    if byte_pair_counts is None:
+        return [None] * len(floors)
+    keys = pair_keys(np.arange(1 << 16), 8)
+    filed: list[tuple[list[str], np.ndarray] | None] = []
+    for counts, floor in zip(byte_pair_counts, floors):
+        codes = np.flatnonzero(counts >= max(floor, 1))
+        filed.append((list(map(keys.__getitem__, codes.tolist())), counts[codes]))
+    return filed
 
 
 # Each language's floor guesses the count of its last merge as if it got this many times an even share of the merges

@@ -80,12 +80,23 @@ class FieldFloors:
         return True
 
 
-def word_separators(corpus: FlatCorpus) -> np.ndarray:
-    """The positions of the store's separators: word i lies between the i-th and the next (they never move)."""
-    return np.flatnonzero(corpus.symbols == SEPARATOR)
+class StorePositions:
+    """Where the store's words lie and where its tokens are, for the lowerings of one field's floor: the separators'
+    positions (word i lies between the i-th and the next; they never move) and the live positions (those holding a
+    token), found once and then narrowed at each look, since a position that died stays dead. So a lowering goes over
+    the positions live at the last one, not over the whole store, most of whose positions the early merges killed."""
+
+    def __init__(self, corpus: FlatCorpus) -> None:
+        self.separators = np.flatnonzero(corpus.symbols == SEPARATOR)
+        self._live = np.flatnonzero(corpus.symbols >= 0)
+
+    def live(self, symbols: np.ndarray) -> np.ndarray:
+        """The positions holding a token in `symbols` (the store's, now), ascending."""
+        self._live = self._live[symbols[self._live] >= 0]
+        return self._live
 
 
-def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.ndarray, weights: np.ndarray,
+def keep_pairs_in_words(corpus: FlatCorpus, positions: StorePositions, words: np.ndarray, weights: np.ndarray,
                         floor: int, old_floor: int, mask: int) -> dict[str, int]:
     """Once one field's floor is lowered from `old_floor` to `floor` (the store's `floor_mask` becoming `mask`):
     count and index in `corpus` every pair it left out that counts `floor` or more in that field (and so less than
@@ -99,21 +110,22 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     >>> corpus = FlatCorpus(data, lengths, np.array([1, 2 << 8], dtype=object))
     >>> corpus.floor_mask = 0xFF00  # field 1 from 1: "cd" kept, "ab" left out
     >>> corpus.pair_counts = {"cd": 512}
-    >>> separators = word_separators(corpus)
-    >>> keep_pairs_in_words(corpus, separators, np.array([0]), np.array([1]), 1, 2, 0xFFFF), sorted(corpus.pair_counts)
+    >>> positions = StorePositions(corpus)
+    >>> keep_pairs_in_words(corpus, positions, np.array([0]), np.array([1]), 1, 2, 0xFFFF), sorted(corpus.pair_counts)
     ({'ab': 1}, ['ab', 'cd'])
-    >>> keep_pairs_in_words(corpus, separators, np.array([1]), np.array([2]), 1, 4, 0xFFFF)  # "cd" kept before
+    >>> keep_pairs_in_words(corpus, positions, np.array([1]), np.array([2]), 1, 4, 0xFFFF)  # "cd" kept before
     {'cd': 512}
     """
     corpus.floor_mask = mask
     symbols, next_positions = corpus.symbols, corpus.next_positions
     # The words' positions: each word lies between two separators.
+    separators = positions.separators
     firsts = separators[words] + 1
     sizes = separators[words + 1] - firsts
-    positions = range_positions(firsts, sizes)
+    in_words = range_positions(firsts, sizes)
     position_weights = np.repeat(weights, sizes)
-    lefts = symbols[positions]
-    rights = symbols[next_positions[positions]]
+    lefts = symbols[in_words]
+    rights = symbols[next_positions[in_words]]
     live = (lefts >= 0) & (rights >= 0)
     shift = pair_shift(len(corpus.token_chars) - 1)
     codes = lefts[live].astype(np.int64) << shift | rights[live]
@@ -127,11 +139,12 @@ def keep_pairs_in_words(corpus: FlatCorpus, separators: np.ndarray, words: np.nd
     codes = codes[np.array([count is None for count in counted], dtype=bool)]
     # Their positions in the whole store, ascending: those where one of their left tokens is followed by one of
     # their right tokens, then those of their codes.
-    starts_one = np.zeros(len(corpus.token_chars) + 2, dtype=bool)  # two more: separators and dead positions
+    starts_one = np.zeros(len(corpus.token_chars), dtype=bool)
     starts_one[codes >> shift] = True
-    ends_one = np.zeros_like(starts_one)
+    ends_one = np.zeros(len(corpus.token_chars) + 2, dtype=bool)  # two more: a separator or a dead position after
     ends_one[codes & ((1 << shift) - 1)] = True
-    candidates = np.flatnonzero(starts_one[symbols])
+    live = positions.live(symbols)
+    candidates = live[starts_one[symbols[live]]]
     rights = symbols[next_positions[candidates]]
     followed = ends_one[rights]
     candidates, rights = candidates[followed], rights[followed]

@@ -44,20 +44,21 @@ from operator import and_, or_, rshift
 
 import numpy as np
 
-from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields, keep_pairs_in_words, word_separators
+from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields, StorePositions, keep_pairs_in_words
 from hf_bpe.train.merging.flat_corpus import FlatCorpus
 from hf_bpe.train.merging.queues import QUEUES
 
 
 class FieldQueue:
     """A queue of one field's pairs (`field` of the packed `pair_counts`), best first; `pop` gives None once none is
-    left or the best counts less than `min_frequency`."""
+    left or the best counts less than `min_frequency`. `filed`: the pairs it starts with, and their counts there,
+    when known (see `_BucketQueue`)."""
 
     def __init__(self, pair_counts: dict[str, int], fields: PackedFields, field: int, token_keys: list[str],
-                 min_frequency: int = 0, floor: int = 0) -> None:
+                 min_frequency: int = 0, floor: int = 0, filed: tuple[list[str], np.ndarray] | None = None) -> None:
         self.pair_counts, self.min_frequency = pair_counts, min_frequency
         self.shift, self.mask = field * fields.width, fields.mask
-        self.queue = QUEUES["buckets"](pair_counts, token_keys, floor, field=(self.shift, self.mask))
+        self.queue = QUEUES["buckets"](pair_counts, token_keys, floor, field=(self.shift, self.mask), filed=filed)
         self.add = self.queue.add  # the pairs a merge created (packed counts): those that count enough here
 
     def add_counting(self, low: int, high: int) -> None:
@@ -99,7 +100,7 @@ class ParitySelection:
         self.window_counts = [0] * len(self.queues)
         self.global_queue, self.global_merges = global_queue, global_merges
         self.floors, self.language_words = floors, language_words
-        self.separators: np.ndarray | None = None  # the store's, once a language's floor is lowered
+        self.positions: StorePositions | None = None  # the store's, once a language's floor is lowered
         self.merges_made = 0
         # With ratios, a language without training text is never chosen (its compression is 0/0).
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
@@ -147,12 +148,12 @@ class ParitySelection:
         if field < len(self.queues) and self.language_words is not None:
             if not self.floors.lower_one(field, queue.min_frequency):
                 return False
-            if self.separators is None:
-                self.separators = word_separators(self.corpus)
+            if self.positions is None:
+                self.positions = StorePositions(self.corpus)
             words, weights = self.language_words[field]
             queue.queue.floor = self.floors.floors[field]
             self.field_masks = self.floors.field_masks()[:len(self.queues)]
-            queue.add(keep_pairs_in_words(self.corpus, self.separators, words, weights, self.floors.floors[field],
+            queue.add(keep_pairs_in_words(self.corpus, self.positions, words, weights, self.floors.floors[field],
                                           old_floors[field], self.floors.mask()))
             return True
         if not self.floors.lower(field, queue.min_frequency):

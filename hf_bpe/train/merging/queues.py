@@ -14,6 +14,8 @@ from collections import defaultdict
 from itertools import compress, repeat
 from operator import and_, eq, not_, rshift
 
+import numpy as np
+
 MAX_PAIR_COUNT = (1 << 63) - 1  # `merge_loop._Words.check_totals` refuses counts that could reach it
 
 
@@ -67,7 +69,7 @@ class _BucketQueue:
     """
 
     def __init__(self, pair_counts: dict[str, int], token_keys: list[str], floor: int = 0,
-                 field: tuple[int, int] | None = None) -> None:
+                 field: tuple[int, int] | None = None, filed: tuple[list[str], np.ndarray] | None = None) -> None:
         """`field`, (shift, mask): `pair_counts` holds packed counts (parity-aware training's, see
         `field_floors.PackedFields`) and this queue ranks the pairs by one field of them, `(packed >> shift) &
         mask`. Its extraction is done here, in C-level maps where it can be, rather than by a view whose lookups
@@ -75,14 +77,27 @@ class _BucketQueue:
 
         No pair counting less than the floor (or 0) is filed, nor kept when its count falls below it: whoever
         lowers the floor adds those that then count enough (the stores' `lower_floor` returns every pair below the
-        old floor; parity-aware training's lowerings, those of the lowered fields)."""
+        old floor; parity-aware training's lowerings, those of the lowered fields).
+
+        `filed`: the pairs of `pair_counts` that count at least the floor (and 1) here, with those counts (int64),
+        when the caller knows them (parity-aware training, from its byte pairs' counts per field): the buckets are
+        made from them by a sort, rather than from every count of `pair_counts` in turn."""
         self.pair_counts, self.token_keys, self.floor = pair_counts, token_keys, floor
         self.shift, self.mask = field if field is not None else (0, -1)
         self.buckets: dict[int, list[str]] = defaultdict(list)
         lowest = max(floor, 1)
-        for pair, count in pair_counts.items():
-            if (count := count >> self.shift & self.mask) >= lowest:
-                self.buckets[count].append(pair)
+        if filed is not None:
+            pairs, counts = filed
+            order = np.argsort(counts, kind="stable")
+            counts = counts[order]
+            pairs = list(map(pairs.__getitem__, order.tolist()))
+            starts = np.flatnonzero(np.diff(counts, prepend=-1)).tolist()
+            self.buckets.update((count, pairs[start:stop]) for count, start, stop in
+                                zip(counts[starts].tolist(), starts, [*starts[1:], len(pairs)]))
+        else:
+            for pair, count in pair_counts.items():
+                if (count := count >> self.shift & self.mask) >= lowest:
+                    self.buckets[count].append(pair)
         self.bucket_counts = [-count for count in self.buckets]  # a max-heap of the counts with a bucket
         heapq.heapify(self.bucket_counts)
         self.top_count = MAX_PAIR_COUNT  # the count of `top`, the bucket being drained
