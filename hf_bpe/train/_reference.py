@@ -33,7 +33,7 @@ def reference_pretokenize(text: str, pattern: str | None = None) -> list[str]:
     if regex_text == GPT2_PATTERN:
         return pretokenize(text)
     pretokens, position = [], 0
-    for match in regex.finditer(_end_of_text_anchors(regex_text), text):
+    for match in regex.finditer(_braced_escapes(_end_of_text_anchors(regex_text)), text):
         if match.start() > position:
             pretokens.append(text[position:match.start()])
         pretokens.append(match.group())
@@ -41,6 +41,17 @@ def reference_pretokenize(text: str, pattern: str | None = None) -> list[str]:
     if position < len(text):
         pretokens.append(text[position:])
     return pretokens
+
+
+def _braced_escapes(pattern: str) -> str:
+    r"""The pattern with each `\x{...}` (Oniguruma's and hf_bpe's code point escape, which the superword preset is
+    written with) written as the `regex` module reads it, `\U` and eight hex digits.
+
+    >>> _braced_escapes(r"[\x{b2}-\x{1F600}]|\\x{41}")
+    '[\\U000000b2-\\U0001f600]|\\\\x{41}'
+    """
+    return regex.sub(r"(?<!\\)((?:\\\\)*)\\x\{([0-9a-fA-F]+)\}",
+                     lambda match: f"{match[1]}\\U{int(match[2], 16):08x}", pattern)
 
 
 def _end_of_text_anchors(pattern: str) -> str:

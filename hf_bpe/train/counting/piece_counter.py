@@ -7,7 +7,8 @@ the distinct pre-tokens, not the corpus.
 
 Other patterns (`hf_bpe.pretokenize.patterns`): the presets' pieces are the text between their safe cuts, pre-tokenized
 the same way; a custom pattern has no safe cut, so its pieces are the pre-tokens themselves, one `findall` per
-document (in batches of matches for a document longer than SEGMENT_CHARS).
+document (in batches of matches for a document longer than SEGMENT_CHARS), and so are superword's
+(`CompiledPattern.counts_pretokens`: its pieces, the text between numbers, rarely repeat).
 """
 
 from __future__ import annotations
@@ -95,9 +96,9 @@ class PieceCounter:
         compiled = self._pattern
         for document in self._splitter.split(text) if self._splitter else (text,):
             if len(document) <= SEGMENT_CHARS:
-                self.pieces.update(compiled.pieces(document))
+                self.pieces.update(compiled.counted(document))
             else:
-                parts = (compiled.pretoken_batches(document, SEGMENT_CHARS) if compiled.pieces_are_pretokens
+                parts = (compiled.pretoken_batches(document, SEGMENT_CHARS) if compiled.counts_pretokens
                          else map(compiled.pieces, compiled.segments(document, SEGMENT_CHARS)))
                 for pieces in parts:  # never the list of all the document's pieces
                     self.pieces.update(pieces)
@@ -150,7 +151,7 @@ class PieceCounter:
         """
         counts: Counter[str] = Counter()
         compiled = self._pattern
-        if compiled.pieces_are_pretokens:
+        if compiled.counts_pretokens:
             return self.pieces
         if not compiled.is_gpt2:
             ascii_findall, findall = compiled.findall_ascii, compiled.findall

@@ -308,7 +308,7 @@ def _number_batch(pieces: list[str | None], start: int, pattern: CompiledPattern
 
 def _split(pieces: list[str], pattern: CompiledPattern) -> tuple[list[str], list[int]]:
     """The pieces' pre-tokens end to end, and how many each piece has."""
-    if pattern.pieces_are_pretokens:
+    if pattern.counts_pretokens:
         return pieces, [1] * len(pieces)
     findall, findall_ascii, gpt2 = pattern.findall, pattern.findall_ascii, pattern.is_gpt2
     pretokens: list[str] = []
