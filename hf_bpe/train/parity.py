@@ -138,7 +138,7 @@ class _PackedStore(NamedTuple):
     corpus: FlatCorpus
     pooled_frequencies: np.ndarray
     language_words: list[tuple[np.ndarray, np.ndarray]]
-    byte_pair_counts: list[np.ndarray] | None
+    byte_pair_counts: list[tuple[np.ndarray, np.ndarray]] | None
 
 
 def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Mapping[bytes, int]],
@@ -192,19 +192,20 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
 
 
 def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[np.ndarray, np.ndarray, int]],
-                      languages: int, pooled_shift: int | None) -> tuple[np.ndarray, list[np.ndarray]]:
+                      languages: int, pooled_shift: int | None
+                      ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """Each byte pair's packed count in the words `data` (end to end, `lengths`; indexed by left byte << 8 | right
     byte): each field's (`field_words`: its words, its int64 counts of them, its shift; the first `languages` are
     the training fields, whose sum goes at `pooled_shift` when given) added up by a bincount, then shifted into
     place. Where the store would add up Python ints at every position, this adds int64 per field and makes Python
     ints once per pair and field. The bincount's float64 sums are exact only below 2^53: the caller checks that no
-    field counts that much. Also each training field's counts (int64, indexed as the packed ones), then the pooled
-    field's when given: what the queues start from.
+    field counts that much. Also each training field's counts, then the pooled field's when given, as the codes of
+    the pairs it counts and their counts (int64): what the queues start from.
 
     >>> totals, field_counts = _byte_pair_totals(b"abab", np.array([2, 2]), [(np.array([0]), np.array([3]), 0),
     ...                                          (np.array([0, 1]), np.array([1, 2]), 8)], 2, None)
-    >>> totals[97 << 8 | 98], [int(counts[97 << 8 | 98]) for counts in field_counts]
-    (771, [3, 3])
+    >>> totals[97 << 8 | 98], [(codes.tolist(), counts.tolist()) for codes, counts in field_counts]
+    (771, [([24930], [3]), ([24930], [3])])
     """
     symbols = np.frombuffer(data, dtype=np.uint8)
     offsets = np.cumsum(lengths) - lengths
@@ -214,43 +215,41 @@ def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[
     for field, (rows, weights, shift) in enumerate(field_words):
         if not len(rows):
             if field < languages:
-                field_counts.append(np.zeros(1 << 16, dtype=np.int64))
+                field_counts.append((np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int64)))
             continue
         pairs = lengths[rows] - 1  # every word in the store has two bytes or more
         lefts = range_positions(offsets[rows], pairs)
         codes = symbols[lefts].astype(np.intp) << 8 | symbols[lefts + 1]
         sums = np.bincount(codes, weights=np.repeat(weights, pairs).astype(np.float64), minlength=1 << 16)
+        counted = np.flatnonzero(sums)
         if field < languages:
             pooled_sums += sums
-            field_counts.append(sums.astype(np.int64))
-        counted = np.flatnonzero(sums)
+            field_counts.append((counted, sums[counted].astype(np.int64)))
         totals[counted] += sums[counted].astype(np.int64).astype(object) << shift
     if pooled_shift is not None:
         counted = np.flatnonzero(pooled_sums)
         totals[counted] += pooled_sums[counted].astype(np.int64).astype(object) << pooled_shift
-        field_counts.append(pooled_sums.astype(np.int64))
+        field_counts.append((counted, pooled_sums[counted].astype(np.int64)))
     return totals, field_counts
 
 
-def _filed_byte_pairs(byte_pair_counts: list[np.ndarray] | None, floors: list[int]
+def _filed_byte_pairs(byte_pair_counts: list[tuple[np.ndarray, np.ndarray]] | None, floors: list[int]
                       ) -> list[tuple[list[str], np.ndarray] | None]:
     """What each queue (a language's, then the pooled one) files to begin with, from its field's counts of the byte
-    pairs (indexed by left byte << 8 | right byte): the byte pairs counting at least its floor (and 1) there, as the
-    merge loop's keys, with those counts. All None when the counts were not added up in numpy: each queue then goes
-    over the store's counts itself.
+    pairs (the codes left byte << 8 | right byte, and their counts): the byte pairs counting at least its floor (and
+    1) there, as the merge loop's keys, with those counts. All None when the counts were not added up in numpy: each
+    queue then goes over the store's counts itself.
 
-    >>> counts = np.zeros(1 << 16, dtype=np.int64)
-    >>> counts[[97 << 8 | 98, 98 << 8 | 99]] = [5, 1]
+    >>> counts = (np.array([97 << 8 | 98, 98 << 8 | 99]), np.array([5, 1]))
     >>> [(pairs, counts.tolist()) for pairs, counts in _filed_byte_pairs([counts, counts], [0, 4])]
     [(['ab', 'bc'], [5, 1]), (['ab'], [5])]
     """
     if byte_pair_counts is None:
         return [None] * len(floors)
-    keys = pair_keys(np.arange(1 << 16), 8)
     filed: list[tuple[list[str], np.ndarray] | None] = []
-    for counts, floor in zip(byte_pair_counts, floors):
-        codes = np.flatnonzero(counts >= max(floor, 1))
-        filed.append((list(map(keys.__getitem__, codes.tolist())), counts[codes]))
+    for (codes, counts), floor in zip(byte_pair_counts, floors):
+        kept = counts >= max(floor, 1)
+        filed.append((pair_keys(codes[kept], 8), counts[kept]))
     return filed
 
 
