@@ -88,7 +88,7 @@ class StorePositions:
 
     def __init__(self, corpus: FlatCorpus) -> None:
         self.separators = np.flatnonzero(corpus.symbols == SEPARATOR)
-        self._live = np.flatnonzero(corpus.symbols >= 0)
+        self._live = np.flatnonzero(corpus.symbols >= 0).astype(np.int32)  # the store's positions are int32
 
     def live(self, symbols: np.ndarray) -> np.ndarray:
         """The positions holding a token in `symbols` (the store's, now), ascending."""
