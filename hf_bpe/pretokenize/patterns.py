@@ -253,8 +253,8 @@ class CompiledPattern:
         >>> compile_pattern("superword").counted("abc 1234 x")
         ['abc ', '1', '234', ' x']
         """
-        if self.counts_pretokens and not self.pieces_are_pretokens:
-            return self.findall_ascii(text) if text.isascii() else self.findall(text)
+        if self.counts_pretokens and not self.pieces_are_pretokens:  # superword: the text as one piece
+            return self.pretokens_of_piece(text)
         return self.pieces(text)
 
     def pretokens_of_piece(self, piece: str) -> list[str]:
