@@ -128,6 +128,9 @@ class StageTwoCounts:
     def update(self, other: StageTwoCounts) -> None:
         self.parts.update(other.parts)
         self.pairs.update(other.pairs)
+        # Adding up sorts the tables into new arrays and frees the old ones, which glibc would keep in the heap: given
+        # back at once, the parent's memory is the tables' own (docs/benchmarks.md), not the sum of its sorts.
+        release_free_memory()
 
     def full(self) -> bool:
         """Whether a worker should hand these over now (they hold `HANDOVER_PARTS` parts or `HANDOVER_PAIRS`
@@ -169,7 +172,12 @@ class StageTwoPass:
         arrays = self.tokenizer.segmented_arrays(counts)
         if self.keep_in is not None:  # for the next passes (`segmentation_files`)
             save_segmentation(self.keep_in, arrays)
-        return self.count_segmented(*arrays)
+        counted = self.count_segmented(*arrays)
+        del arrays
+        # The segmentation's temporaries are tens of MB, which glibc keeps in the heap once its threshold for
+        # mapping arrays of their own has risen: given back, the workers' memory stays near one task's.
+        release_free_memory()
+        return counted
 
     def count_segmented(self, data: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> StageTwoCounts:
         """What this pass counts of segmented pre-tokens (`segmented_arrays`), whether segmented now or kept."""
@@ -262,6 +270,9 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     if verbose:
         _report_pass(f"{len(pairs.keys):,} distinct pairs of stage-1 tokens, "
                      f"{'none' if kept is None else f'{len(kept):,}'} kept whole", distinct, cut, start)
+    # Past this point the pairs only choose what a lowered cut keeps whole, and a cut of 1 keeps no pair (`kept=None`):
+    # those counting 1, often half of them, go before the merge loop, where the memory peaks.
+    pairs = pairs.at_least(2)
     merging_start = time.perf_counter()
     vocab, merges = dict(ordinary), list(stage_one[1])
     while True:

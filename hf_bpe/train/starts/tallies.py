@@ -96,6 +96,15 @@ class PairTally(KeyCounts):
         """The codes of the pairs counting `cut_below` or more, ascending."""
         return self.keys[self.totals >= cut_below]
 
+    def at_least(self, count: int) -> PairTally:
+        """The pairs counting `count` or more, as a new tally.
+
+        >>> PairTally(np.array([3, 9, 12]), np.array([1, 2, 40])).at_least(2).keys.tolist()
+        [9, 12]
+        """
+        kept = self.totals >= count
+        return PairTally(self.keys[kept], self.totals[kept], distinct=True)
+
     def most_outside(self, kept: np.ndarray) -> int:
         """The largest count of a pair whose code is not in `kept` (ascending codes); 0 when there is none."""
         return int(self.totals[~contained(self.keys, kept)].max(initial=0))
