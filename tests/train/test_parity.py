@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hf_bpe.evaluation.token_counts import count_training_tokens
 from hf_bpe.train._reference import reference_parity_train
+from hf_bpe.train.merging import flat_corpus
 from hf_bpe.train.parity import train_parity_from_counts
 
 differential = settings(max_examples=150, deadline=None, derandomize=True)
@@ -50,13 +51,17 @@ def parity_cases(draw: st.DrawFn) -> dict:
 
 
 @differential
-@given(parity_cases())
-def test_parity_equals_the_reference(case: dict) -> None:
+@given(parity_cases(), st.sampled_from([1, 3, flat_corpus.MIN_NUMPY_MERGE]))
+def test_parity_equals_the_reference(case: dict, numpy_threshold: int) -> None:
+    """Also with every merge of the store made by numpy (threshold 1), over packed Python-int frequencies: the
+    default threshold leaves so little text to Python."""
     sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
     floors = case.pop("field_floors", None)
     expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
-    assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, field_floors=floors,
-                                    **case) == expected
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flat_corpus, "MIN_NUMPY_MERGE", numpy_threshold)
+        assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, field_floors=floors,
+                                        **case) == expected
 
 
 # More words, counting more, shared between languages: the pairs a language's lowered floor keeps also occur in other

@@ -420,7 +420,9 @@ class FlatCorpus:
                 candidates, rights = kept, next_positions.take(kept)
         lefts = previous_positions.take(candidates)
         afters = next_positions.take(rights)
-        weights = self.frequencies.take(self.word_of.take(candidates))
+        # The words, not yet their frequencies: those are Python ints with packed counts (parity-aware training), and
+        # an object take costs tens of times an int one, so they are taken once, in the order the sums need.
+        words = self.word_of.take(candidates)
         # Both sides' neighbours in one array, the left ones first, each with the position its new pair will have.
         neighbours = symbols.take(np.concatenate((lefts, afters)))
         positions = np.concatenate((lefts, candidates))
@@ -438,7 +440,7 @@ class FlatCorpus:
                 # two neighbours there are left out as separators are.
                 neighbours[count:-1][adjacent] = SEPARATOR
                 neighbours[1:count][adjacent] = SEPARATOR
-                total = int(weights[:-1][adjacent].sum())
+                total = int(self.frequencies.take(words[:-1][adjacent]).sum())
                 lost = right_char + left_char
                 if lost in pair_counts:  # else it was made below the floor: not counted
                     pair_counts[lost] -= total
@@ -465,7 +467,8 @@ class FlatCorpus:
             changes[0] = True
             np.not_equal(codes[1:], codes[:-1], out=changes[1:])
             starts = changes.nonzero()[0]
-            sums = np.add.reduceat(weights.take(order, mode="wrap"), starts)  # both sides: the weights twice
+            # Both sides: each occurrence's word twice.
+            sums = np.add.reduceat(self.frequencies.take(words.take(order, mode="wrap")), starts)
             groups = codes.take(starts)
             on_left = int(groups.searchsorted(side_bit))
             chars = id_chars(groups & (side_bit - 1))
