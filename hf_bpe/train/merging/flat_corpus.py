@@ -7,9 +7,12 @@ occurrences.
 
 * **Layout.** Every word's symbols (token ids) sit in one int32 array, each word preceded by a separator (-1, in no
   pair) and the last one followed by one. Merging a pair at position p writes the new token at p, marks the right
-  position dead (-2), and unlinks it: `next_positions` / `previous_positions` link each live position to its live
-  neighbours (as HF tokenizers' `Word` and `string_corpus._LongWord`), so a merge costs time in proportion to the
-  occurrences it merges, whatever the words' lengths. `word_of` gives each position's word, for its frequency.
+  position dead (-2), and unlinks it: `next_positions` links each live position to the next live one (as HF
+  tokenizers' `Word` and `string_corpus._LongWord`), so a merge costs time in proportion to the occurrences it
+  merges, whatever the words' lengths. A token of several positions holds them all, contiguous, and its last one
+  holds its head instead (`HEAD - p`, below -2): the left neighbour of a live position p is p - 1 or the head that
+  position names, so no array of backward links is kept (a quarter of the store). `word_of` gives each position's
+  word, for its frequency.
 * **Index.** `index` maps a pair (the merge loop's 2-character key) to the ascending positions where it may start:
   every live occurrence is listed (none is ever missing), and an entry goes stale when a neighbouring merge changes
   the pair; it is then skipped by comparing the symbols. A stale entry never becomes valid again (the symbols at a
@@ -34,7 +37,7 @@ occurrences.
   counts at least its floor in some field), lowered by `lower_floor(mask)`.
 * The arrays are allocated once: ids are int32, so token ids must stay below 2 ** 31 (they are code points, at most
   `sys.maxunicode`), and new tokens must be the ids `first_new_id` (256 from bytes), and on, in order
-  (`token_chars`). Memory is 16 bytes per
+  (`token_chars`). Memory is 12 bytes per
   position (a byte of a distinct pre-token, or a separator), plus 4 per entry of the index; the pairs are indexed
   in blocks (`INDEX_BLOCK`) so that indexing them adds little on top.
 * Not handled: merging a pair that is not the most frequent while a floor is set (the store may have left out
@@ -62,6 +65,7 @@ from hf_bpe.train.merging.pair_runs import PairRuns, distinct_codes, id_chars, p
 
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
+HEAD = -3  # the last position of a token of several positions from p holds HEAD - p
 # A pair listed at this many positions or more is merged with numpy, below in Python (the two break even about here).
 MIN_NUMPY_MERGE = 64
 # The pairs are counted and indexed (`FlatCorpus._index_pairs`) in blocks of this many positions.
@@ -161,11 +165,9 @@ class FlatCorpus:
         self.word_of -= 1
         del separators
         self.next_array, self.next_positions = _int32_array(size)
-        self.previous_array, self.previous_positions = _int32_array(size)
         for start in range(0, size, INDEX_BLOCK):
-            block = np.arange(start, min(start + INDEX_BLOCK, size), dtype=np.int32)
-            self.next_positions[start:start + len(block)] = block + 1
-            self.previous_positions[start:start + len(block)] = block - 1
+            self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1,
+                                                                       dtype=np.int32)
         self.frequencies = frequencies
         self.frequency_array = (frequencies.tolist() if frequencies.dtype == object  # what `_merge_in_python` reads
                                 else array("q", frequencies.tobytes()))
@@ -331,7 +333,7 @@ class FlatCorpus:
 
     def _merge_in_python(self, candidates: Iterable[int], pair: str, new_token: str) -> dict[str, int]:
         """Merge the valid candidates one by one, left to right, updating counts from each one's neighbours."""
-        symbols, next_positions, previous_positions = self.symbol_array, self.next_array, self.previous_array
+        symbols, next_positions = self.symbol_array, self.next_array
         word_of, frequencies, token_chars = self.word_of_array, self.frequency_array, self.token_chars
         pair_counts = self.pair_counts
         counts_get = pair_counts.get
@@ -348,8 +350,11 @@ class FlatCorpus:
             if symbols[right_position] != right:
                 continue
             frequency = frequencies[word_of[position]]
-            previous = previous_positions[position]
+            previous = position - 1
             before = symbols[previous]
+            if before < DEAD:  # the last position of a token of several: its head
+                previous = HEAD - before
+                before = symbols[previous]
             if before >= 0:
                 key = token_chars[before]
                 if before != new:  # else merged just before: the pair between, (right, left), was counted off then
@@ -384,9 +389,9 @@ class FlatCorpus:
                     else:
                         entry[0] += frequency
                         entry.append(position)
-            previous_positions[following] = position
             symbols[position] = new
             symbols[right_position] = DEAD
+            symbols[following - 1] = HEAD - position  # the new token's last position (maybe `right_position`)
             next_positions[position] = following
         del pair_counts[pair]  # after the decrements, some of which (overlapping runs) may be of the pair itself
         index, floor, mask = self.index, self.floor, self.floor_mask
@@ -403,7 +408,7 @@ class FlatCorpus:
         """Merge all valid candidates at once: the same result as `_merge_in_python`, by whole-array operations."""
         left_char, right_char = pair
         left, right, new = ord(left_char), ord(right_char), ord(new_token)
-        symbols, next_positions, previous_positions = self.symbols, self.next_positions, self.previous_positions
+        symbols, next_positions = self.symbols, self.next_positions
         # Most numpy merges have a few hundred occurrences, where each numpy call's own cost is most of the time: so
         # take/put rather than fancy indexing, count_nonzero rather than .all()/.any(), methods rather than numpy's
         # Python-level wrappers (argsort, nonzero, searchsorted), and as few calls as the work allows.
@@ -418,7 +423,11 @@ class FlatCorpus:
             kept = every_other_in_runs(candidates, next_positions)
             if len(kept) < len(candidates):
                 candidates, rights = kept, next_positions.take(kept)
-        lefts = previous_positions.take(candidates)
+        lefts = candidates - 1  # or, at the last position of a token of several, the head it holds
+        marks = symbols.take(lefts)
+        heads = marks < DEAD
+        if np.count_nonzero(heads):
+            lefts[heads] = HEAD - marks[heads]
         afters = next_positions.take(rights)
         # The words, not yet their frequencies: those are Python ints with packed counts (parity-aware training), and
         # an object take costs tens of times an int one, so they are taken once, in the order the sums need.
@@ -428,8 +437,8 @@ class FlatCorpus:
         positions = np.concatenate((lefts, candidates))
         symbols.put(candidates, new)
         symbols.put(rights, DEAD)
+        symbols.put(afters - 1, HEAD - candidates)  # each new token's last position (maybe its right one)
         next_positions.put(candidates, afters)
-        previous_positions.put(afters, candidates)
         count = len(candidates)
         pair_counts, index = self.pair_counts, self.index
         created: dict[str, int] = {}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import hf_bpe.train.merging.flat_corpus
 import hf_bpe.train.merging.merge_loop
 from hf_bpe.train._reference import reference_counts, reference_train_from_counts
-from hf_bpe.train.merging.flat_corpus import DEAD, SEPARATOR, FlatCorpus, speculative_floor, words_of
+from hf_bpe.train.merging.flat_corpus import DEAD, HEAD, SEPARATOR, FlatCorpus, speculative_floor, words_of
 from hf_bpe.train.merging.merge_loop import merge_pairs
 from tests import FIXTURES
 from tests.train.merging.test_merge_loop import merges_as_bytes
@@ -62,16 +62,21 @@ def test_any_floor_gives_the_reference_merges(counts: dict[bytes, int], floor: i
 
 
 def live_words(corpus: FlatCorpus) -> list[tuple[int, ...]]:
-    """Each word's symbols now, following the links from each word's separator."""
+    """Each word's symbols now, following the links from each word's separator; and every token's positions checked:
+    contiguous, dead but for the first, the last one naming the first (the merges find left neighbours by it)."""
     symbols, next_positions = corpus.symbols.tolist(), corpus.next_positions.tolist()
     words, position = [], 0
     while position < len(symbols) - 1:
         word = []
         position = next_positions[position]
         while symbols[position] != SEPARATOR:
-            assert symbols[position] != DEAD, "a dead position is still linked"
+            assert symbols[position] >= 0, "a dead position is still linked"
+            following = next_positions[position]
+            assert all(symbols[inside] <= DEAD for inside in range(position + 1, following)), "a live position skipped"
+            if following - position > 1:
+                assert symbols[following - 1] == HEAD - position, "a token's last position does not name its head"
             word.append(symbols[position])
-            position = next_positions[position]
+            position = following
         words.append(tuple(word))
     return words
 
