@@ -168,9 +168,14 @@ class FlatCorpus:
         for start in range(0, size, INDEX_BLOCK):
             self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1,
                                                                        dtype=np.int32)
-        self.frequencies = frequencies
-        self.frequency_array = (frequencies.tolist() if frequencies.dtype == object  # what `_merge_in_python` reads
-                                else array("q", frequencies.tobytes()))
+        # What `_merge_in_python` reads: a list of the Python ints of packed counts, or an array('q') that the numpy
+        # merges view (one copy of the int64 frequencies, not two).
+        if frequencies.dtype == object:
+            self.frequencies, self.frequency_array = frequencies, frequencies.tolist()
+        else:
+            self.frequency_array = array("q")
+            self.frequency_array.frombytes(np.ascontiguousarray(frequencies, dtype=np.int64).view(np.uint8))
+            self.frequencies = np.frombuffer(self.frequency_array, dtype=np.int64)
         self.token_chars = list(map(chr, range(first_new_id)))  # chr(id) for every token so far
         self.floor = floor
         # With packed frequencies: the bits of each field's floor and above; a pair made is kept if it has one.

@@ -177,6 +177,7 @@ def _merge(words: _Words, num_merges: int, progress: bool | None, *, long_word_l
         corpus = StringCorpus(words.strings(), array("q", words.frequencies.tobytes()), long_word_length)
     # The words' arrays let go before the pairs are counted, where the store's memory peaks.
     words.data, words.lengths, words.pair_runs = b"", np.zeros(0, dtype=np.int64), None
+    words.frequencies = np.zeros(0, dtype=np.int64)  # the store holds its own copy
     del words
     if isinstance(corpus, FlatCorpus):
         corpus.index_words(pair_runs)
