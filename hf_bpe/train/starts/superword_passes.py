@@ -220,6 +220,9 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         counted = count_pass(stage_two_pass)
         return counted if isinstance(counted, StageTwoCounts) else StageTwoCounts()  # no text: an empty Counter
 
+    # Stage 1's store is freed by now, and glibc would keep its heap for good: the passes' workers fork from this
+    # process, and the parts' merge loop peaks on top of what it holds.
+    release_free_memory()
     start = time.perf_counter()
     ordinary = ordinary_vocab(stage_one)
     num_merges = vocab_size - len(special_tokens) - len(ordinary)
