@@ -9,10 +9,9 @@ occurrences.
   pair) and the last one followed by one. Merging a pair at position p writes the new token at p, marks the right
   position dead (-2), and unlinks it: `next_positions` links each live position to the next live one (as HF
   tokenizers' `Word` and `string_corpus._LongWord`), so a merge costs time in proportion to the occurrences it
-  merges, whatever the words' lengths. A token of several positions holds them all, contiguous, and its last one
-  holds its head instead (`HEAD - p`, below -2): the left neighbour of a live position p is p - 1 or the head that
-  position names, so no array of backward links is kept (a quarter of the store). `word_of` gives each position's
-  word, for its frequency.
+  merges, whatever the words' lengths. A token of several positions names its head p at its last one (`HEAD - p`):
+  a live position's left neighbour is the one before it or the head named there, with no array of backward links
+  (a quarter of the store). `word_of` gives each position's word, for its frequency.
 * **Index.** `index` maps a pair (the merge loop's 2-character key) to the ascending positions where it may start:
   every live occurrence is listed (none is ever missing), and an entry goes stale when a neighbouring merge changes
   the pair; it is then skipped by comparing the symbols. A stale entry never becomes valid again (the symbols at a
@@ -37,9 +36,8 @@ occurrences.
   counts at least its floor in some field), lowered by `lower_floor(mask)`.
 * The arrays are allocated once: ids are int32, so token ids must stay below 2 ** 31 (they are code points, at most
   `sys.maxunicode`), and new tokens must be the ids `first_new_id` (256 from bytes), and on, in order
-  (`token_chars`). Memory is 12 bytes per
-  position (a byte of a distinct pre-token, or a separator), plus 4 per entry of the index; the pairs are indexed
-  in blocks (`INDEX_BLOCK`) so that indexing them adds little on top.
+  (`token_chars`). Memory is 12 bytes per position (a byte of a distinct pre-token, or a separator), plus 4 per
+  entry of the index; the pairs are indexed in blocks (`INDEX_BLOCK`) so that indexing them adds little on top.
 * Not handled: merging a pair that is not the most frequent while a floor is set (the store may have left out
   pairs that count less than the floor; `lower_floor` first); new tokens out of order.
 
@@ -166,10 +164,8 @@ class FlatCorpus:
         del separators
         self.next_array, self.next_positions = _int32_array(size)
         for start in range(0, size, INDEX_BLOCK):
-            self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1,
-                                                                       dtype=np.int32)
-        # What `_merge_in_python` reads: a list of the Python ints of packed counts, or an array('q') that the numpy
-        # merges view (one copy of the int64 frequencies, not two).
+            self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1)
+        # `_merge_in_python` reads a list (packed Python ints) or an array('q'), which the numpy merges view.
         if frequencies.dtype == object:
             self.frequencies, self.frequency_array = frequencies, frequencies.tolist()
         else:
@@ -434,8 +430,7 @@ class FlatCorpus:
         if np.count_nonzero(heads):
             lefts[heads] = HEAD - marks[heads]
         afters = next_positions.take(rights)
-        # The words, not yet their frequencies: those are Python ints with packed counts (parity-aware training), and
-        # an object take costs tens of times an int one, so they are taken once, in the order the sums need.
+        # Packed frequencies are Python ints, whose take costs tens of an int one: taken once, as the sums need them.
         words = self.word_of.take(candidates)
         # Both sides' neighbours in one array, the left ones first, each with the position its new pair will have.
         neighbours = symbols.take(np.concatenate((lefts, afters)))
