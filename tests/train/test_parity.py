@@ -53,8 +53,8 @@ def parity_cases(draw: st.DrawFn) -> dict:
 @differential
 @given(parity_cases(), st.sampled_from([1, 3, flat_corpus.MIN_NUMPY_MERGE]))
 def test_parity_equals_the_reference(case: dict, numpy_threshold: int) -> None:
-    """Also with every merge of the store made by numpy (threshold 1), over packed Python-int frequencies: the
-    default threshold leaves so little text to Python."""
+    """Also with every merge of the store made by numpy (threshold 1), over packed Python-int frequencies: at the
+    default threshold these small cases are merged in Python only."""
     sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
     floors = case.pop("field_floors", None)
     expected = reference_parity_train(sources, vocab_size, special_tokens, **case)
