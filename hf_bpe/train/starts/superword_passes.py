@@ -14,9 +14,10 @@ the pre-tokens of the chunk it counts into stage-1 tokens (`StageOneTokenizer.se
 
 1. **A sample.** The pairs of about one byte in `SAMPLE_EVERY` of the stage-2 pre-tokens, spread over the whole
    corpus (windows of a few KB, `hf_bpe.train.counting.sampling`: the rest of files is not read, the rest of other
-   texts not counted), to guess which pairs matter: the last merge will count about a third of the n-th largest
-   pair count, for n merges (`guess_last_count`), and the pairs the sample counts at that guess less four standard
-   deviations (of a count sampled at that rate) or more are kept whole (not cut) in the next pass.
+   texts not counted), to guess which pairs matter: the last merge will count more than half the n-th largest
+   pair count, for n merges (`guess_last_count`), and the pairs the sample counts at a third of it
+   (`SAMPLE_DIVISOR`) less four standard deviations (of a count sampled at that rate) or more are kept whole (not
+   cut) in the next pass.
    When the sample is too small for that (a guess below `MIN_SAMPLED_GUESS` in its counts), every pair is counted
    in a pass of its own instead; given a directory (`keep_segmentation_in`), that pass keeps what it segmented
    there, and the next passes read it instead of the corpus (`segmentation_files`). A corpus known to be at most
@@ -108,6 +109,10 @@ MAX_STRETCH_BYTES = 1 << 22
 # A worker hands its tables to the parent once they hold this many distinct parts or pairs (tens of MB).
 HANDOVER_PARTS = 1 << 18
 HANDOVER_PAIRS = 1 << 21
+# The sample keeps whole the pairs it counts at the n-th largest count over this (less four standard deviations), for n
+# merges: the cut is then set above every pair it left out (`train_superwords`), and a windowed sample's counts spread
+# far more than a binomial's, so it keeps a margin below the half that the exact counts' guess takes.
+SAMPLE_DIVISOR = 3
 # A cut more than this many times the guess at the last merge's count (`guess_last_count`) is far above it: the parts
 # are counted again at the guess before any merge (`train_superwords`).
 FAR_ABOVE_GUESS = 2
@@ -237,7 +242,7 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
                 and room_for(keep_segmentation_in, corpus_bytes, id_bytes))
         if not keep:
             sampled = count(StageTwoPass(tokenizer, cut=False, sample=SAMPLE_EVERY)).pairs
-            guess = guess_last_count(sampled.totals, num_merges)
+            guess = guess_last_count(sampled.totals, num_merges, divisor=SAMPLE_DIVISOR)
             room = keep_segmentation_in is not None and room_for(
                 keep_segmentation_in, SAMPLE_EVERY * int(sampled.totals.sum()), id_bytes)
             if guess >= MIN_SAMPLED_GUESS:  # a pair counting the guess is sampled less than 4 sigma below it rarely
@@ -289,7 +294,7 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
         if final or added == wanted:
             break
         # Down to the guess when the sample raised the cut above it, else lower: each is a pass over the corpus.
-        cut = max(guess if cut > guess else cut // 4, min_frequency, 1)
+        cut = max(guess if cut > guess else cut // 2, min_frequency, 1)
         again_start = time.perf_counter()
         parts = count(StageTwoPass(tokenizer, cut=True, kept=pairs.frequent(cut) if cut > 1 else None,
                                    count_pairs=False)).parts

@@ -135,17 +135,20 @@ class PairCounts:
                 yield at
 
 
-def guess_last_count(totals: np.ndarray, num_merges: int) -> int:
-    """A guess at the count of the last of `num_merges` merges, from the `totals` of the distinct pairs: a third of
-    the `num_merges`-th largest (merges make pairs that count less than the pairs they merge); 0 when there are few
-    pairs.
+def guess_last_count(totals: np.ndarray, num_merges: int, divisor: int = 2) -> int:
+    """A guess at the count of the last of `num_merges` merges, from the `totals` of the distinct pairs: the
+    `num_merges`-th largest over `divisor` (merges make pairs that count less than the pairs they merge; the last
+    merge counted more than half of it on every corpus and setting measured, docs/benchmarks.md); 0 when there are
+    few pairs.
 
     >>> guess_last_count(np.array([90, 30, 60, 5]), 2), guess_last_count(np.array([90]), 2)
-    (20, 0)
+    (30, 0)
+    >>> guess_last_count(np.array([90, 30, 60, 5]), 2, divisor=3)
+    20
     """
     if num_merges <= 0 or len(totals) <= num_merges:
         return 0
-    return int(np.partition(totals, len(totals) - num_merges)[len(totals) - num_merges]) // 3
+    return int(np.partition(totals, len(totals) - num_merges)[len(totals) - num_merges]) // divisor
 
 
 def cut_at_rare_pairs(words: _Words, pairs: PairCounts | None, frequent: np.ndarray | None,

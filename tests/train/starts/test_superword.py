@@ -144,7 +144,7 @@ def test_cuts_and_samples_change_no_merge_and_no_token_count(texts: list[str], m
     ways = ((0, 1, None, None, False), (guess, every, None, None, True), (guess, 1, workers, None, False),
             (guess, every, workers, 100, False), (guess, every, workers, None, True))
     for cut, sample, keep_in_workers, corpus_bytes, sample_used in ways:
-        monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, cut=cut: cut)
+        monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, divisor=2, cut=cut: cut)
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", sample)
         # 16: every pair counted in a pass of its own; 0: the sample is used.
         monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0 if sample_used else 16)
@@ -181,7 +181,8 @@ def test_a_cut_far_above_the_guess_counts_the_parts_again_before_any_merge(monke
     stage_one = train_bpe_from_iterator(texts, 270, [ENDOFTEXT], num_workers=1)
     results = []
     for guess, every in ((0, 1), (3, 50)):
-        monkeypatch.setattr(superword_passes, "guess_last_count", lambda totals, num_merges, guess=guess: guess)
+        monkeypatch.setattr(superword_passes, "guess_last_count",
+                            lambda totals, num_merges, divisor=2, guess=guess: guess)
         monkeypatch.setattr(superword_passes, "SAMPLE_EVERY", every)
         monkeypatch.setattr(superword_passes, "MIN_SAMPLED_GUESS", 0)  # the sample used
         count_pass = _TextPasses(texts)
