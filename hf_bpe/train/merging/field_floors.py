@@ -151,7 +151,7 @@ def keep_pairs_in_words(corpus: FlatCorpus, positions: StorePositions, words: np
     codes_there = symbols[candidates].astype(np.int64) << shift | rights
     matched = contained(codes_there, codes)
     at = candidates[matched].astype(np.int32)
-    runs = sorted_pair_runs(at, codes_there[matched], 2 * shift, corpus.frequencies[corpus.word_of[at]])
+    runs = sorted_pair_runs(at, codes_there[matched], 2 * shift, corpus.frequencies[corpus.words.at(at)])
     keys = pair_keys(runs.codes, shift)
     stops = np.cumsum(runs.sizes)
     corpus.index.update(index_entries(keys, runs.positions, (stops - runs.sizes).tolist(), stops.tolist()))

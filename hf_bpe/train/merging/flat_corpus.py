@@ -11,7 +11,8 @@ occurrences.
   tokenizers' `Word` and `string_corpus._LongWord`), so a merge costs time in proportion to the occurrences it
   merges, whatever the words' lengths. A token of several positions names its head p at its last one (`HEAD - p`):
   a live position's left neighbour is the one before it or the head named there, with no array of backward links
-  (a quarter of the store). `word_of` gives each position's word, for its frequency.
+  (a quarter of the store). `words` gives each position's word, for its frequency, in a byte a position
+  (`store_arrays.WordPositions`).
 * **Index.** `index` maps a pair (the merge loop's 2-character key) to the ascending positions where it may start:
   every live occurrence is listed (none is ever missing), and an entry goes stale when a neighbouring merge changes
   the pair; it is then skipped by comparing the symbols. A stale entry never becomes valid again (the symbols at a
@@ -36,7 +37,7 @@ occurrences.
   counts at least its floor in some field), lowered by `lower_floor(mask)`.
 * The arrays are allocated once: ids are int32, so token ids must stay below 2 ** 31 (they are code points, at most
   `sys.maxunicode`), and new tokens must be the ids `first_new_id` (256 from bytes), and on, in order
-  (`token_chars`). Memory is 12 bytes per position (a byte of a distinct pre-token, or a separator), plus 4 per
+  (`token_chars`). Memory is 9 bytes per position (a byte of a distinct pre-token, or a separator), plus 4 per
   entry of the index; the pairs are indexed in blocks (`INDEX_BLOCK`) so that indexing them adds little on top.
 * Not handled: merging a pair that is not the most frequent while a floor is set (the store may have left out
   pairs that count less than the floor; `lower_floor` first); new tokens out of order.
@@ -60,6 +61,7 @@ import numpy as np
 
 from hf_bpe.encode.merge_kernels import every_other_in_runs
 from hf_bpe.train.merging.pair_runs import PairRuns, distinct_codes, id_chars, pair_keys, pair_shift, sorted_pair_runs
+from hf_bpe.train.merging.store_arrays import WORD_BLOCK_BITS, WordPositions, shared_array
 
 SEPARATOR = -1  # the symbol before and after each word: in no pair
 DEAD = -2  # the symbol of a position merged into its left neighbour
@@ -111,18 +113,6 @@ def lowered_floor(floor: int) -> int:
     return floor // 4 if floor >= 8 else 0
 
 
-def _int32_array(size: int) -> tuple[array, np.ndarray]:
-    """An `array('i')` of `size` zeros, and a numpy view of it (writes through either show in both).
-
-    >>> buffer, view = _int32_array(3)
-    >>> view[1] = 7
-    >>> buffer
-    array('i', [0, 7, 0])
-    """
-    buffer = array("i", [0]) * size
-    return buffer, np.frombuffer(buffer, dtype=np.int32)
-
-
 def index_entries(keys: list[str], positions: np.ndarray, starts: list[int], stops: list[int]
                   ) -> dict[str, np.ndarray | int]:
     """The index entries of pairs `keys`: each one's `positions[start:stop]`, or that position alone when it has one.
@@ -155,14 +145,12 @@ class FlatCorpus:
         separators[np.cumsum(lengths + 1)] = True
         separators[0] = True
         # Each array is filled in place (no full-size temporary): their building must not raise the peak memory.
-        self.symbol_array, self.symbols = _int32_array(size)
+        self.symbol_array, self.symbols = shared_array(size)
         self.symbols.fill(SEPARATOR)
         self.symbols[~separators] = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
-        self.word_of_array, self.word_of = _int32_array(size)
-        np.cumsum(separators, dtype=np.int32, out=self.word_of)
-        self.word_of -= 1
+        self.words = WordPositions(separators)
         del separators
-        self.next_array, self.next_positions = _int32_array(size)
+        self.next_array, self.next_positions = shared_array(size)
         for start in range(0, size, INDEX_BLOCK):
             self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1)
         # `_merge_in_python` reads a list (packed Python ints) or an array('q'), which the numpy merges view.
@@ -274,7 +262,7 @@ class FlatCorpus:
     def _sorted_pairs(self, start: int, shift: int, with_counts: bool) -> PairRuns:
         """The pairs starting in the block of positions from `start`, as `PairRuns` (their totals if `with_counts`)."""
         at, codes = self._pairs(start, shift)
-        return sorted_pair_runs(at, codes, 2 * shift, self.frequencies[self.word_of[at]] if with_counts else None)
+        return sorted_pair_runs(at, codes, 2 * shift, self.frequencies[self.words.at(at)] if with_counts else None)
 
     def lower_floor(self, mask: int | None = None) -> dict[str, int]:
         """Lower the floor (to a quarter, or to 0 below 2) when no pair counting at least the floor is left: count
@@ -329,13 +317,14 @@ class FlatCorpus:
         for start in range(0, len(self.symbols), INDEX_BLOCK):
             symbols = self.symbols[start:start + INDEX_BLOCK]
             live = np.flatnonzero(symbols >= 0)
-            weights = self.frequencies[self.word_of[start:start + INDEX_BLOCK][live]]
+            weights = self.frequencies[self.words.at(live + start)]
             np.add.at(counts, symbols[live], weights.astype(np.uint64))
 
     def _merge_in_python(self, candidates: Iterable[int], pair: str, new_token: str) -> dict[str, int]:
         """Merge the valid candidates one by one, left to right, updating counts from each one's neighbours."""
         symbols, next_positions = self.symbol_array, self.next_array
-        word_of, frequencies, token_chars = self.word_of_array, self.frequency_array, self.token_chars
+        word_bases, word_offsets = self.words.base_array, self.words.offset_array
+        frequencies, token_chars = self.frequency_array, self.token_chars
         pair_counts = self.pair_counts
         counts_get = pair_counts.get
         left_char, right_char = pair
@@ -350,7 +339,7 @@ class FlatCorpus:
             right_position = next_positions[position]
             if symbols[right_position] != right:
                 continue
-            frequency = frequencies[word_of[position]]
+            frequency = frequencies[word_bases[position >> WORD_BLOCK_BITS] + word_offsets[position]]
             previous = position - 1
             before = symbols[previous]
             if before < DEAD:  # the last position of a token of several: its head
@@ -431,7 +420,7 @@ class FlatCorpus:
             lefts[heads] = HEAD - marks[heads]
         afters = next_positions.take(rights)
         # Packed frequencies are Python ints, whose take costs tens of an int one: taken once, as the sums need them.
-        words = self.word_of.take(candidates)
+        words = self.words.at(candidates)
         # Both sides' neighbours in one array, the left ones first, each with the position its new pair will have.
         neighbours = symbols.take(np.concatenate((lefts, afters)))
         positions = np.concatenate((lefts, candidates))

@@ -177,7 +177,7 @@ class ParitySelection:
             positions = np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
         created = corpus.merge(pair, new_token)
         if positions is not None:
-            words = corpus.word_of[positions[corpus.symbols[positions] == ord(new_token)]].tolist()
+            words = corpus.words.at(positions[corpus.symbols[positions] == ord(new_token)]).tolist()
             count = sum(map(corpus.frequency_array.__getitem__, words))
         if count:
             self._shorten(count)
