@@ -5,11 +5,10 @@ counts (`hf_bpe.train.counting.piece_counter.Tally`): SuperBPE's stage-2 pair co
 A Counter costs about 100 bytes an entry; these cost their key's bytes and 8 for the count: the parts of a corpus's
 documents outnumber its distinct pre-tokens, so this is what keeps stage 2 near plain training's memory.
 
-`KeyCounts` counts distinct keys of one numpy dtype. What is added to it waits as runs, and is sorted in (one stable
-sort, the counts of equal keys summed: `sorted_pair_runs`, as the merge loop's pairs are) once the runs hold as many
-entries as the table: so adding n entries costs O(n log n) in all, however they arrive. Integer keys sort as
-`stable_order` sorts them (radix passes, or one sort of the keys packed with their index); the void dtype of parts
-bytewise (numpy's timsort, which merges sorted runs in about linear time).
+`KeyCounts` counts distinct keys of one numpy dtype. What is added to it waits as runs, and is sorted in (one sort,
+the counts of equal keys summed: `added_up`) once the runs hold as many entries as the table: so adding n
+entries costs O(n log n) in all, however they arrive. Integer keys sort packed with their index in one uint64, in
+place; the void dtype of parts bytewise (numpy's timsort, which merges sorted runs in about linear time).
 
 Not handled: counts past 2**63 (int64), negative keys.
 """
@@ -76,12 +75,54 @@ class KeyCounts:
     def _sort_in(self) -> None:
         if not self._runs:
             return
-        keys = np.concatenate([self._keys, *(keys for keys, _ in self._runs)])
-        totals = np.concatenate([self._totals, *(totals for _, totals in self._runs)])
+        runs = [(self._keys, self._totals), *self._runs]
+        self._keys = self._totals = self._keys[:0]
         self._runs, self._waiting = [], 0
-        bits = int(keys.max(initial=0)).bit_length() if keys.dtype.kind in "iu" else 0  # bytes: bits unused
-        runs = sorted_pair_runs(None, keys, bits, totals)
-        self._keys, self._totals = runs.codes, runs.totals
+        self._keys, self._totals = added_up(runs)
+
+
+def added_up(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys of `runs` (pairs of keys and int64 totals) ascending, and their totals summed: the codes and
+    totals of `sorted_pair_runs`, with about half its temporary memory for integer keys whose value and index fit
+    one uint64 (SuperBPE's pair tables: millions of entries at once, in the parent, while the counting workers run).
+    The list is emptied, its arrays let go as soon as they are copied, and the keys are sorted in place, packed with
+    their index.
+
+    >>> keys, totals = added_up([(np.array([9, 3]), np.array([1, 2])), (np.array([9, 1 << 30]), np.array([3, 4]))])
+    >>> keys.tolist(), totals.tolist()
+    ([3, 9, 1073741824], [2, 4, 4])
+    """
+    keys = np.concatenate([keys for keys, _ in runs])
+    totals = np.concatenate([totals for _, totals in runs])
+    runs.clear()
+    count = len(keys)
+    bits = int(keys.max(initial=0)).bit_length() if keys.dtype.kind in "iu" else 0  # bytes: bits unused
+    index_bits = max(1, (count - 1).bit_length())
+    if keys.dtype.kind not in "iu" or keys.dtype.itemsize != 8 or bits + index_bits > 64 or not count:
+        sorted_runs = sorted_pair_runs(None, keys, bits, totals)
+        return sorted_runs.codes, sorted_runs.totals  # type: ignore[return-value]
+    packed = keys.view(np.uint64)
+    packed <<= np.uint64(index_bits)
+    for start in range(0, count, _INDEX_CHUNK):  # no full-size temporary
+        packed[start:start + _INDEX_CHUNK] |= np.arange(start, min(start + _INDEX_CHUNK, count), dtype=np.uint64)
+    packed.sort()
+    order = np.empty(count, dtype=np.int64)
+    np.bitwise_and(packed, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
+    totals = totals[order]
+    del order
+    packed >>= np.uint64(index_bits)
+    firsts = np.empty(count, dtype=bool)
+    firsts[0] = True
+    np.not_equal(packed[1:], packed[:-1], out=firsts[1:])
+    starts = np.flatnonzero(firsts)
+    del firsts
+    distinct = packed[starts].view(keys.dtype)
+    del packed, keys
+    return distinct, np.add.reduceat(totals, starts)
+
+
+# `added_up` numbers the keys this many at a time.
+_INDEX_CHUNK = 1 << 20
 
 
 class PairTally(KeyCounts):
@@ -246,4 +287,4 @@ class PartTally:
                       token_bytes)
 
 
-__all__ = ["KeyCounts", "PairTally", "PartTally"]
+__all__ = ["KeyCounts", "PairTally", "PartTally", "added_up"]
