@@ -82,47 +82,49 @@ class KeyCounts:
 
 
 def added_up(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct keys of `runs` (pairs of keys and int64 totals) ascending, and their totals summed: the codes and
-    totals of `sorted_pair_runs`, with about half its temporary memory for integer keys whose value and index fit
-    one uint64 (SuperBPE's pair tables: millions of entries at once, in the parent, while the counting workers run).
-    The list is emptied, its arrays let go as soon as they are copied, and the keys are sorted in place, packed with
-    their index.
+    """The distinct keys of `runs` (pairs of keys and int64 totals) ascending, and their totals summed, as
+    `sorted_pair_runs` gives them, with a third of its temporary memory when each integer key and its total fit one
+    uint64 together (SuperBPE's pair tables: millions of entries at once, in the parent, while the counting workers
+    run): they are sorted so, in place, and summed by key. The list is emptied, each of its arrays let go once
+    copied.
 
     >>> keys, totals = added_up([(np.array([9, 3]), np.array([1, 2])), (np.array([9, 1 << 30]), np.array([3, 4]))])
     >>> keys.tolist(), totals.tolist()
     ([3, 9, 1073741824], [2, 4, 4])
     """
     keys = np.concatenate([keys for keys, _ in runs])
-    totals = np.concatenate([totals for _, totals in runs])
+    runs[:] = [totals for _, totals in runs]  # type: ignore[misc]  # the keys let go before the totals are copied
+    totals = np.concatenate(runs)  # type: ignore[arg-type]
     runs.clear()
     count = len(keys)
-    bits = int(keys.max(initial=0)).bit_length() if keys.dtype.kind in "iu" else 0  # bytes: bits unused
-    index_bits = max(1, (count - 1).bit_length())
-    if keys.dtype.kind not in "iu" or keys.dtype.itemsize != 8 or bits + index_bits > 64 or not count:
-        sorted_runs = sorted_pair_runs(None, keys, bits, totals)
+    integers = keys.dtype.kind in "iu"
+    key_bits = int(keys.max(initial=0)).bit_length() if integers else 0  # bytes: bits unused
+    total_bits = max(1, int(totals.max(initial=0)).bit_length())
+    if (not count or not integers or keys.dtype.itemsize != 8 or key_bits + total_bits > 64
+            or int(totals.min()) < 0):
+        sorted_runs = sorted_pair_runs(None, keys, key_bits, totals)
         return sorted_runs.codes, sorted_runs.totals  # type: ignore[return-value]
+    shift = np.uint64(total_bits)
     packed = keys.view(np.uint64)
-    packed <<= np.uint64(index_bits)
-    for start in range(0, count, _INDEX_CHUNK):  # no full-size temporary
-        packed[start:start + _INDEX_CHUNK] |= np.arange(start, min(start + _INDEX_CHUNK, count), dtype=np.uint64)
+    packed <<= shift
+    packed |= totals.view(np.uint64)
+    del totals
     packed.sort()
-    order = np.empty(count, dtype=np.int64)
-    np.bitwise_and(packed, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
-    totals = totals[order]
-    del order
-    packed >>= np.uint64(index_bits)
     firsts = np.empty(count, dtype=bool)
-    firsts[0] = True
-    np.not_equal(packed[1:], packed[:-1], out=firsts[1:])
+    firsts[:1] = True
+    for start in range(1, count, _CHUNK):  # no full-size temporary
+        stop = min(start + _CHUNK, count)
+        np.not_equal(packed[start:stop] >> shift, packed[start - 1:stop - 1] >> shift, out=firsts[start:stop])
     starts = np.flatnonzero(firsts)
     del firsts
-    distinct = packed[starts].view(keys.dtype)
-    del packed, keys
-    return distinct, np.add.reduceat(totals, starts)
+    distinct = packed[starts]
+    distinct >>= shift
+    packed &= np.uint64((1 << total_bits) - 1)
+    return distinct.view(keys.dtype), np.add.reduceat(packed.view(np.int64), starts)
 
 
-# `added_up` numbers the keys this many at a time.
-_INDEX_CHUNK = 1 << 20
+# `added_up` compares neighbouring keys this many at a time.
+_CHUNK = 1 << 20
 
 
 class PairTally(KeyCounts):

@@ -44,6 +44,24 @@ def test_key_counts_add_up_as_a_counter(runs: list[list[tuple[int, int]]], shift
     assert tally.keys.tolist() == sorted(expected) and len(tally) == len(expected)
 
 
+@settings(max_examples=200, deadline=None)
+@given(runs=st.lists(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 9)), max_size=20), min_size=1, max_size=6),
+       key_shift=st.sampled_from([0, 30, 40]), total_shift=st.sampled_from([0, 20, 40]))
+def test_added_up_is_a_counter_whether_key_and_total_share_a_word_or_not(runs: list[list[tuple[int, int]]],
+                                                                         key_shift: int, total_shift: int) -> None:
+    """Keys and totals small enough to be sorted packed in one uint64, and too large for it (46 + 46 bits)."""
+    expected: Counter[int] = Counter()
+    arrays = []
+    for run in runs:
+        for key, count in run:
+            expected[key << key_shift] += count << total_shift
+        arrays.append((np.array([key << key_shift for key, _ in run], dtype=np.int64),
+                       np.array([count << total_shift for _, count in run], dtype=np.int64)))
+    keys, totals = tallies.added_up(arrays)
+    assert arrays == []
+    assert keys.tolist() == sorted(expected) and totals.tolist() == [expected[key] for key in sorted(expected)]
+
+
 @settings(max_examples=100, deadline=None)
 @given(runs=runs, cut=st.integers(1, 30), kept=st.sets(st.integers(0, 50)))
 def test_pair_tallies_find_frequent_pairs_and_the_most_frequent_left_out(runs: list[list[tuple[int, int]]],
