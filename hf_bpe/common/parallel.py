@@ -355,6 +355,42 @@ def release_free_memory() -> None:
             pass
 
 
+# glibc's `mallopt` parameter for the size from which an allocation gets a mapping of its own, and its initial value.
+_M_MMAP_THRESHOLD = -3
+_GLIBC_MMAP_THRESHOLD = 128 * 1024
+
+
+@contextmanager
+def large_allocations_mapped(threshold: int = 1 << 20) -> Iterator[None]:
+    """While inside, glibc gives every allocation of `threshold` bytes or more (numpy's big arrays) a mapping of its
+    own, which goes back to the system when it is freed (`mallopt(M_MMAP_THRESHOLD)`). Left to itself, glibc raises
+    that threshold after freeing a big mapped array, up to 32 MiB, so that later arrays come from the heap, whose
+    freed pages it keeps (what `release_free_memory` gives back, after the fact). Worker processes forked inside
+    inherit it. On leaving, the threshold is set back to glibc's initial 128 KiB, where it then stays (a threshold
+    once set no longer moves). Elsewhere than glibc, nothing.
+
+    >>> with large_allocations_mapped():
+    ...     pass
+    """
+    mallopt = _glibc_mallopt()
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, threshold)
+    try:
+        yield
+    finally:
+        if mallopt is not None:
+            mallopt(_M_MMAP_THRESHOLD, _GLIBC_MMAP_THRESHOLD)
+
+
+def _glibc_mallopt() -> Callable[[int, int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None).mallopt  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
 # The waits for the bar's lock are bounded. A Ctrl-C just as a fork returns raises KeyboardInterrupt inside the
 # after-fork hook, where Python drops it (the CLI raises it again later): the hook's release is then skipped, and an
 # unbounded wait would stop every later fork, and the progress thread, for good.

@@ -67,7 +67,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.files import PathArg, open_binary
-from hf_bpe.common.parallel import release_free_memory
+from hf_bpe.common.parallel import large_allocations_mapped, release_free_memory
 from hf_bpe.encode.merge_kernels import BatchTables
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.pretokenize import preset_name
@@ -198,6 +198,7 @@ class StageTwoPass:
 CountPass = Callable[[StageTwoPass], StageTwoCounts]
 
 
+@large_allocations_mapped()
 def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, vocab_size: int,
                      special_tokens: Sequence[str], *, progress: bool | None = None, verbose: bool = False,
                      counting_seconds: float = 0.0, token_counts: np.ndarray | None = None, min_frequency: int = 0,
@@ -211,7 +212,9 @@ def train_superwords(stage_one: tuple[Vocab, Merges], count_pass: CountPass, voc
     counting workers can write to (local ones), lets the pass that counts every pair keep what it segmented there for
     the next passes (`segmentation_files`); the caller removes it. With it, a corpus of `corpus_bytes` (when known)
     up to `KEEP_FIRST_BYTES` skips the sample. `on_kept_pass(seconds, counted)` is told of each pass over the kept
-    segmentation, as `count_pass`'s caller knows of the others."""
+    segmentation, as `count_pass`'s caller knows of the others. While it runs, glibc maps each array of 1 MiB or more
+    on its own (`large_allocations_mapped`), in this process and the workers forked from it, so that what the tables'
+    sorts and the merge loop free goes back at once."""
     kept_files: list[Path] = []  # the segmentation kept, once a pass has kept it
 
     def count(stage_two_pass: StageTwoPass) -> StageTwoCounts:
