@@ -7,8 +7,9 @@ documents outnumber its distinct pre-tokens, so this is what keeps stage 2 near 
 
 `KeyCounts` counts distinct keys of one numpy dtype. What is added to it waits as runs, and is sorted in (one sort,
 the counts of equal keys summed: `added_up`) once the runs hold as many entries as the table: so adding n
-entries costs O(n log n) in all, however they arrive. Integer keys sort packed with their index in one uint64, in
-place; the void dtype of parts bytewise (numpy's timsort, which merges sorted runs in about linear time).
+entries costs O(n log n) in all, however they arrive. Integer keys sort in place packed with their totals in one
+uint64, where both fit; the void dtype of parts bytewise (numpy's timsort, which merges sorted runs in about linear
+time).
 
 Not handled: counts past 2**63 (int64), negative keys.
 """
@@ -76,7 +77,7 @@ class KeyCounts:
         if not self._runs:
             return
         runs = [(self._keys, self._totals), *self._runs]
-        self._keys = self._totals = self._keys[:0]
+        self._keys = self._totals = self._keys[:0]  # held by `runs` alone, which `added_up` lets go as it copies
         self._runs, self._waiting = [], 0
         self._keys, self._totals = added_up(runs)
 
