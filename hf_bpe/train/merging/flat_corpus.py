@@ -152,7 +152,8 @@ class FlatCorpus:
         del separators
         self.next_array, self.next_positions = shared_array(size)
         for start in range(0, size, INDEX_BLOCK):
-            self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1)
+            self.next_positions[start:start + INDEX_BLOCK] = np.arange(start + 1, min(start + INDEX_BLOCK, size) + 1,
+                                                                       dtype=np.int32)
         # `_merge_in_python` reads a list (packed Python ints) or an array('q'), which the numpy merges view.
         if frequencies.dtype == object:
             self.frequencies, self.frequency_array = frequencies, frequencies.tolist()

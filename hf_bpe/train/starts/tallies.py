@@ -84,7 +84,7 @@ class KeyCounts:
 
 def added_up(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """The distinct keys of `runs` (pairs of keys and int64 totals) ascending, and their totals summed, as
-    `sorted_pair_runs` gives them, with a third of its temporary memory when each integer key and its total fit one
+    `sorted_pair_runs` gives them, with about half its temporary memory when each integer key and its total fit one
     uint64 together (SuperBPE's pair tables: millions of entries at once, in the parent, while the counting workers
     run): they are sorted so, in place, and summed by key. The list is emptied, each of its arrays let go once
     copied.
