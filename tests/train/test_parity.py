@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hf_bpe.evaluation.token_counts import count_training_tokens
 from hf_bpe.train._reference import reference_parity_train
 from hf_bpe.train.merging import flat_corpus
+from hf_bpe.train.merging.parity_selection import ParitySelection
 from hf_bpe.train.parity import train_parity_from_counts
 
 differential = settings(max_examples=150, deadline=None, derandomize=True)
@@ -62,6 +63,45 @@ def test_parity_equals_the_reference(case: dict, numpy_threshold: int) -> None:
         patch.setattr(flat_corpus, "MIN_NUMPY_MERGE", numpy_threshold)
         assert train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, field_floors=floors,
                                         **case) == expected
+
+
+def _merged(tokens: list[int], left: int, right: int, new: int) -> list[int]:
+    """`tokens` with each occurrence of (left, right), left to right, replaced by `new`."""
+    out: list[int] = []
+    position = 0
+    while position < len(tokens):
+        if position + 1 < len(tokens) and tokens[position] == left and tokens[position + 1] == right:
+            out.append(new)
+            position += 2
+        else:
+            out.append(tokens[position])
+            position += 1
+    return out
+
+
+@differential
+@given(parity_cases().filter(lambda case: "dev" in case), st.sampled_from([1, 3, flat_corpus.MIN_NUMPY_MERGE]))
+def test_dev_lengths_follow_every_merge(case: dict, numpy_threshold: int) -> None:
+    """After every merge, each dev set's length (what chooses the language) is its words' length in tokens under the
+    merges made so far, by token id, whichever path (Python or numpy) merged and counted them."""
+    steps: list[tuple[int, int, int, list[int]]] = []
+    merge = ParitySelection.merge
+
+    def recorded(self: ParitySelection, pair: str, new_token: str) -> None:
+        merge(self, pair, new_token)
+        steps.append((ord(pair[0]), ord(pair[1]), ord(new_token), list(self.lengths)))
+
+    sources, vocab_size, special_tokens = case.pop("sources"), case.pop("vocab_size"), case.pop("special_tokens")
+    floors = case.pop("field_floors", None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flat_corpus, "MIN_NUMPY_MERGE", numpy_threshold)
+        patch.setattr(ParitySelection, "merge", recorded)
+        train_parity_from_counts(sources, vocab_size, special_tokens, progress=False, field_floors=floors, **case)
+    segmented = {name: [(list(word), count) for word, count in counts.items()] for name, counts in case["dev"].items()}
+    for left, right, new, lengths in steps:
+        segmented = {name: [(_merged(tokens, left, right, new), count) for tokens, count in words]
+                     for name, words in segmented.items()}
+        assert lengths == [sum(len(tokens) * count for tokens, count in segmented[name]) for name in sources]
 
 
 # More words, counting more, shared between languages: the pairs a language's lowered floor keeps also occur in other
