@@ -34,7 +34,7 @@ from hf_bpe.train.merging.merge_loop import (
     vocab_of_merges,
 )
 from hf_bpe.train.merging.pair_runs import pair_keys
-from hf_bpe.train.merging.parity_selection import DevSets, FieldQueue, ParitySelection
+from hf_bpe.train.merging.parity_selection import FieldQueue, ParitySelection
 
 SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
 
@@ -68,24 +68,25 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
     start = time.perf_counter()
     with gc_paused():  # the store's setup makes millions of ints, the loop millions of tuples: none in cycles
         multiplier = [1 if weights is None else weights.get(name, 1) for name in names]
-        # The fields: each language's weighted training counts, then their sum (for the global merges). The dev
-        # counts are packed apart (`DevSets`), so that the training counts, summed at every merge, stay narrow.
+        # The fields: each language's weighted training counts, then their sum (for the global merges), then the dev
+        # sets.
         field_counts: list[tuple[Mapping[bytes, int], int]] = [(source_counts[name], weight)
                                                                 for name, weight in zip(names, multiplier)]
+        dev_fields = None
+        if dev is not None:
+            first_dev = len(names) + bool(global_merges)
+            dev_fields = list(range(first_dev, first_dev + len(names)))
         tokens = [weight * _length_in_tokens(counts) for counts, weight in field_counts]
         if global_merges:
             tokens.append(sum(tokens))  # the pooled field's
-        dev_counts = [] if dev is None else [dev[name] for name in names]
-        dev_tokens = list(map(_length_in_tokens, dev_counts))
+        tokens += [_length_in_tokens(dev[name]) for name in names] if dev is not None else []
         largest = max(tokens, default=0)
-        if max(largest, *dev_tokens, 0) >= 1 << 63:  # the queues hold counts below 2^63, as plain training's do
+        if largest >= 1 << 63:  # the queues hold counts below 2^63, as plain training's do
             raise ValueError("pre-token counts are too large: pair counts would overflow 64 bits")
         fields = PackedFields(largest.bit_length() + 1)  # no pair counts more than its field's tokens
-        dev_fields = PackedFields(max(dev_tokens, default=0).bit_length() + 1)
-        corpus, pooled_frequencies, language_words, byte_pair_counts, dev_frequencies, dev_end = _packed_corpus(
-            field_counts, dev_counts, fields, dev_fields, pooled=bool(global_merges),
+        corpus, pooled_frequencies, language_words, byte_pair_counts = _packed_corpus(
+            field_counts, [] if dev is None else [dev[name] for name in names], fields, pooled=bool(global_merges),
             exact_in_float=largest < 1 << 53)
-        dev_sets = None if dev is None else DevSets(dev_frequencies, dev_fields, dev_tokens, dev_end)
         num_merges = vocab_size - 256 - len(specials)
         if field_floors is None:
             field_floors = speculative_field_floors([weights for _, weights in language_words],
@@ -111,7 +112,7 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
         global_queue = (FieldQueue(corpus.pair_counts, fields, len(names), token_keys, min_frequency,
                                    floors.floors[len(names)], filed[len(names)]) if global_merges else None)
         del filed, byte_pair_counts
-        selection = ParitySelection(corpus, fields, queues, tokens, dev=dev_sets,
+        selection = ParitySelection(corpus, fields, queues, tokens, dev_fields=dev_fields,
                                     ratios=None if ratios is None else [ratios[name] for name in names],
                                     variant=variant, window_size=window_size, alpha=alpha, global_queue=global_queue,
                                     global_merges=global_merges, floors=floors, language_words=language_words)
@@ -131,55 +132,41 @@ def train_parity_from_counts(source_counts: Mapping[str, Mapping[bytes, int]], v
 class _PackedStore(NamedTuple):
     """What `_packed_corpus` makes: the store; each word's training counts added up (Python ints), the frequencies
     of the final segmentation's token counts; each language's words in the store (their rows) with its weighted
-    counts of them (int64), for its floor (`speculative_field_floors`, `field_floors.keep_pairs_in_words`); each
-    queue's field counts of the byte pairs (`_byte_pair_totals`), or None when they were not added up in numpy; and
-    the dev counts of the store's first words (packed), those in some dev set, which lie below the position
-    `dev_end` (`DevSets`)."""
+    counts of them (int64), for its floor (`speculative_field_floors`, `field_floors.keep_pairs_in_words`); and each
+    queue's field counts of the byte pairs (`_byte_pair_totals`), or None when they were not added up in numpy."""
 
     corpus: FlatCorpus
     pooled_frequencies: np.ndarray
     language_words: list[tuple[np.ndarray, np.ndarray]]
     byte_pair_counts: list[tuple[np.ndarray, np.ndarray]] | None
-    dev_frequencies: np.ndarray
-    dev_end: int
 
 
 def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Mapping[bytes, int]],
-                   fields: PackedFields, dev_fields: PackedFields, pooled: bool,
-                   exact_in_float: bool = False) -> _PackedStore:
-    """One store of the distinct words of two bytes or more, those in some `dev` set first, each word's frequency
-    its counts packed: the languages' `training` counts times their weights, then (if `pooled`) their sum; with what
-    `_PackedStore` gives beside it, the dev counts packed by `dev_fields`. `exact_in_float`: no field counts 2^53 or
-    more, so the byte pairs' counts are added up per field in numpy (`_byte_pair_totals`)."""
-    # Every entry of every field numbered in one C-level pass, the dev sets' first: a word keeps the number it was
-    # first given (the numbers of its later entries are skipped). Then the words of two bytes or more are the
-    # store's rows, in that order, and the others (in no pair) go to a scratch row.
+                   fields: PackedFields, pooled: bool, exact_in_float: bool = False) -> _PackedStore:
+    """One store of the distinct words of two bytes or more, each word's frequency its counts packed: the languages'
+    `training` counts times their weights, then (if `pooled`) their sum, then the `dev` counts; with what
+    `_PackedStore` gives beside it. `exact_in_float`: no field counts 2^53 or more, so the byte pairs' counts are
+    added up per field in numpy (`_byte_pair_totals`)."""
+    field_counts = [*training, *((counts, 1) for counts in dev)]
+    # Every entry of every field numbered in one C-level pass: a word keeps the number it was first given (the
+    # numbers of its later entries are skipped). Then the words of two bytes or more are the store's rows, in that
+    # order, and the others (in no pair) go to a scratch row.
     numbers: dict[bytes, int] = {}
     given = count()
-    dev_numbers = [np.fromiter(map(numbers.setdefault, counts, given), dtype=np.int64, count=len(counts))
-                   for counts in dev]
-    dev_words = len(numbers)
     entry_numbers = [np.fromiter(map(numbers.setdefault, counts, given), dtype=np.int64, count=len(counts))
-                     if weight else None for counts, weight in training]
+                     if weight else None for counts, weight in field_counts]
     words = list(numbers)
     stored = np.fromiter(map(len, words), dtype=np.int64, count=len(words)) > 1
     size = int(np.count_nonzero(stored))
-    dev_rows = int(np.count_nonzero(stored[:dev_words]))
     row_of = np.full(next(given), size, dtype=np.int64)
     row_of[np.fromiter(numbers.values(), dtype=np.int64, count=len(numbers))[stored]] = np.arange(size)
     words = list(compress(words, stored.tolist()))
     del numbers
-    dev_packed = np.zeros(dev_rows + 1, dtype=object)
-    for field, (counts, numbers_there) in enumerate(zip(dev, dev_numbers)):
-        at = np.minimum(row_of[numbers_there], dev_rows)
-        shift = field * dev_fields.width
-        counted = np.fromiter(counts.values(), dtype=object, count=len(counts))
-        dev_packed[at] += counted << shift if shift else counted
     packed = np.zeros(size + 1, dtype=object)
     summed = np.zeros(size + 1, dtype=object)
     field_words = []  # each field's words in the store, with its counts of them (int64), and its shift
-    for field, (counts, weight) in enumerate(training):
-        shift = field * fields.width
+    for field, (counts, weight) in enumerate(field_counts):
+        shift = (field + (pooled and field >= len(training))) * fields.width  # the dev fields follow the pooled one
         if not weight:
             field_words.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), shift))
             continue
@@ -187,7 +174,8 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         weighted = np.fromiter(counts.values(), dtype=object, count=len(counts))
         if weight != 1:
             weighted *= weight
-        summed[at] += weighted
+        if field < len(training):
+            summed[at] += weighted
         in_store = at < size
         field_words.append((at[in_store], weighted[in_store].astype(np.int64), shift))
         packed[at] += weighted << shift if shift else weighted
@@ -195,29 +183,27 @@ def _packed_corpus(training: list[tuple[Mapping[bytes, int], int]], dev: list[Ma
         packed += summed << (len(training) * fields.width)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=size)
     data = b"".join(words)
-    byte_pair_totals, byte_pair_counts = (_byte_pair_totals(data, lengths, field_words,
+    byte_pair_totals, byte_pair_counts = (_byte_pair_totals(data, lengths, field_words, len(training),
                                                             len(training) * fields.width if pooled else None)
                                           if exact_in_float else (None, None))
-    language_words = [(rows, weights) for rows, weights, _ in field_words]
-    # Word i lies at 1 + the lengths before it, each with its separator: the dev words, first, lie below `dev_end`.
-    dev_end = int(lengths[:dev_rows].sum()) + dev_rows + 1
+    language_words = [(rows, weights) for rows, weights, _ in field_words[:len(training)]]
     return _PackedStore(FlatCorpus(data, lengths, packed[:size], byte_pair_totals=byte_pair_totals), summed[:size],
-                        language_words, byte_pair_counts, dev_packed[:dev_rows], dev_end)
+                        language_words, byte_pair_counts)
 
 
 def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[np.ndarray, np.ndarray, int]],
-                      pooled_shift: int | None
+                      languages: int, pooled_shift: int | None
                       ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """Each byte pair's packed count in the words `data` (end to end, `lengths`; indexed by left byte << 8 | right
-    byte): each field's (`field_words`: its words, its int64 counts of them, its shift; their
-    sum goes at `pooled_shift` when given) added up by a bincount, then shifted into
+    byte): each field's (`field_words`: its words, its int64 counts of them, its shift; the first `languages` are
+    the training fields, whose sum goes at `pooled_shift` when given) added up by a bincount, then shifted into
     place. Where the store would add up Python ints at every position, this adds int64 per field and makes Python
     ints once per pair and field. The bincount's float64 sums are exact only below 2^53: the caller checks that no
-    field counts that much. Also each field's counts, then the pooled field's when given, as the codes of
+    field counts that much. Also each training field's counts, then the pooled field's when given, as the codes of
     the pairs it counts and their counts (int64): what the queues start from.
 
     >>> totals, field_counts = _byte_pair_totals(b"abab", np.array([2, 2]), [(np.array([0]), np.array([3]), 0),
-    ...                                          (np.array([0, 1]), np.array([1, 2]), 8)], None)
+    ...                                          (np.array([0, 1]), np.array([1, 2]), 8)], 2, None)
     >>> totals[97 << 8 | 98], [(codes.tolist(), counts.tolist()) for codes, counts in field_counts]
     (771, [([24930], [3]), ([24930], [3])])
     """
@@ -226,17 +212,19 @@ def _byte_pair_totals(data: bytes, lengths: np.ndarray, field_words: list[tuple[
     totals = np.zeros(1 << 16, dtype=object)
     pooled_sums = np.zeros(1 << 16)
     field_counts = []
-    for rows, weights, shift in field_words:
+    for field, (rows, weights, shift) in enumerate(field_words):
         if not len(rows):
-            field_counts.append((np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int64)))
+            if field < languages:
+                field_counts.append((np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int64)))
             continue
         pairs = lengths[rows] - 1  # every word in the store has two bytes or more
         lefts = range_positions(offsets[rows], pairs)
         codes = symbols[lefts].astype(np.intp) << 8 | symbols[lefts + 1]
         sums = np.bincount(codes, weights=np.repeat(weights, pairs).astype(np.float64), minlength=1 << 16)
         counted = np.flatnonzero(sums)
-        pooled_sums += sums
-        field_counts.append((counted, sums[counted].astype(np.int64)))
+        if field < languages:
+            pooled_sums += sums
+            field_counts.append((counted, sums[counted].astype(np.int64)))
         totals[counted] += sums[counted].astype(np.int64).astype(object) << shift
     if pooled_shift is not None:
         counted = np.flatnonzero(pooled_sums)

@@ -7,20 +7,19 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
 
 * **Packed counts.** A word's frequency is one Python int holding its count in every language side by side, a
   field of `PackedFields.width` bits each (`PackedFields`): the languages' (weighted) training counts, then, with
-  global merges, their weighted sum. Pair counts are sums of frequencies and never fall below zero in any field
-  (they are exact), so adding and subtracting packed ints adds and subtracts every field at once, with no carry
-  between fields. So the store is the plain `FlatCorpus`, whose frequencies are these ints (in an object array): a
-  word found in many languages is merged once, and its pairs' counts updated once.
-* **Dev sets.** The parallel dev sets' words are in the store too (they are merged like the others), but their
-  dev counts are packed apart (`DevSets`), in fields of their own width: the training counts, summed at every
-  merge, stay about half as wide as they would be with the dev counts beside them, and a packed int's width is most
-  of what its sums cost. The store's first words are those in some dev set, so their positions are those below
-  `DevSets.end`.
-* **Lengths.** The lengths that choose the language (the dev sets', or the training words' for ratios and for
+  global merges, their weighted sum, then, with dev sets, the dev counts. Pair counts are sums of frequencies and
+  never fall below zero in any field (they are exact), so adding and subtracting packed ints adds and subtracts
+  every field at once, with no carry between fields. So the store is the plain `FlatCorpus`, whose frequencies
+  are these ints (in an object array): a word found in many languages is merged once, and its pairs' counts
+  updated once.
+* **Queues.** Each language's `_BucketQueue` ranks the pairs by its field of their packed counts (its `field`);
+  a merge's created pairs are handed to the queues of the languages in which they occur. The queues'
+  invariant (a created pair never counts more than the bucket being drained) holds per field, whichever language
+  chose the merge.
+* **Lengths.** The lengths that choose the language (the dev sets, or the training words for ratios and for
   neither) fall, field by field, by the packed sum of the occurrences a merge merged: for a pair of two different
   tokens, exactly its count before the merge (its occurrences cannot overlap); for (a, a), the frequencies of the
-  words at the listed positions that now hold the new token. The dev sets' sum is always the latter, over the
-  positions below `DevSets.end`, their dev counts packed. No dev word is scanned again.
+  words at the listed positions that now hold the new token. No dev word is scanned again.
 
 * **Floors.** As plain training's store leaves out the pairs made below a speculative floor, this one leaves out the
   pairs made below every field's floor (`FieldFloors`: a power of two per training field, tested at once as a bit
@@ -28,40 +27,26 @@ variant, ratios, global merges, weights, exhausted languages); this is its fast 
   that language's floor is then halved, the pairs it now keeps are counted from its words
   (`field_floors.keep_pairs_in_words`), and its queue files those that now count enough there (a queue files no
   pair below its floor). The pooled field's floor (global merges) is lowered with all the others, the whole store
-  counted afresh (`FlatCorpus.lower_floor`), and every queue files its new range.
+  counted afresh (`FlatCorpus.lower_floor`), and every queue files its new range. The dev
+  fields have no floor: their counts only shorten the dev lengths, by the merged pair's count, and a merged pair is
+  always kept.
 
 Not handled: the `strings` store and the heap queue (the loop's plain alternatives).
 """
 
 from __future__ import annotations
 
-from array import array
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from functools import reduce
 from itertools import compress, repeat
 from operator import and_, or_, rshift
-from typing import NamedTuple
 
 import numpy as np
 
-from hf_bpe.train.merging import flat_corpus
 from hf_bpe.train.merging.field_floors import FieldFloors, PackedFields, StorePositions, keep_pairs_in_words
 from hf_bpe.train.merging.flat_corpus import FlatCorpus
 from hf_bpe.train.merging.queues import QUEUES
-from hf_bpe.train.merging.store_arrays import WORD_BLOCK_BITS
-
-
-class DevSets(NamedTuple):
-    """The parallel dev sets, whose lengths choose the language: the dev counts of the store's first words, those in
-    some dev set, packed by `fields` (language i's in field i; an object array); each language's length in tokens
-    before any merge, single bytes included (`tokens`); and the position below which those words lie (`end`)."""
-
-    frequencies: np.ndarray
-    fields: PackedFields
-    tokens: list[int]
-    end: int
 
 
 class FieldQueue:
@@ -95,19 +80,19 @@ class ParitySelection:
 
     `corpus`: the store of every language's words, its frequencies packed; `fields`: its packing, the languages'
     training fields first (0 to n - 1); `queues`: each language's `FieldQueue`, in language order; `tokens`: every
-    field's length in tokens before any merge, single bytes included; `dev`: the dev sets, whose lengths choose the
-    language (None: the training fields' do); `ratios`: each language's target compression, or
+    field's length in tokens before any merge, single bytes included; `dev_fields`: the dev sets' fields, whose
+    lengths choose the language (None: the training fields' do); `ratios`: each language's target compression, or
     None; `global_queue`: the queue of the pooled field for the first `global_merges`; `floors`: the floors of the
     queues' fields (the languages', then the pooled one), as the store and the queues were given them."""
 
     def __init__(self, corpus: FlatCorpus, fields: PackedFields, queues: Sequence[FieldQueue], tokens: list[int], *,
-                 dev: DevSets | None = None, ratios: Sequence[float] | None = None,
+                 dev_fields: Sequence[int] | None = None, ratios: Sequence[float] | None = None,
                  variant: str = "base", window_size: int = 100, alpha: float = 2.0,
                  global_queue: FieldQueue | None = None, global_merges: int = 0,
                  floors: FieldFloors | None = None,
                  language_words: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.corpus, self.fields, self.queues = corpus, fields, list(queues)
-        self.dev, self.ratios = dev, ratios
+        self.dev_fields, self.ratios = dev_fields, ratios
         self.initial = tokens[:len(self.queues)]
         self.variant, self.window_size = variant, window_size
         self.share = alpha / len(self.queues)  # the most of the window a language may have had
@@ -121,13 +106,13 @@ class ParitySelection:
         self.exhausted = ({index for index, total in enumerate(self.initial) if total == 0} if ratios is not None
                           else set())
         self.chosen: int | None = None
-        # The lengths that choose (the dev sets', or the training fields'), and their fields in a merged count.
-        if dev is not None:
-            self.lengths, self.length_fields = list(dev.tokens), dev.fields
-            self.dev_frequencies = dev.frequencies.tolist()  # `_dev_count`'s Python loop reads a list
-        else:
-            self.lengths, self.length_fields = tokens[:len(self.queues)], fields
-        self.length_bits = (1 << (len(self.lengths) * self.length_fields.width)) - 1
+        # The lengths that choose (the dev fields', or the training fields': consecutive fields), and where their
+        # fields lie in a packed count.
+        choosing = list(dev_fields if dev_fields is not None else range(len(self.queues)))
+        if choosing != list(range(choosing[0], choosing[0] + len(choosing))):
+            raise ValueError(f"the fields whose lengths choose the language must be consecutive, got {choosing}")
+        self.lengths = [tokens[field] for field in choosing]
+        self.length_shift, self.length_bits = choosing[0] * fields.width, (1 << (len(choosing) * fields.width)) - 1
         # Each language's field bits from its floor up: the queues that some pair a merge created counts enough in.
         self.field_masks = (floors.field_masks()[:len(self.queues)] if floors is not None
                             else [fields.mask << (field * fields.width) for field in range(len(self.queues))])
@@ -184,12 +169,16 @@ class ParitySelection:
     def merge(self, pair: str, new_token: str) -> None:
         self.merges_made += 1
         self.chosen = None
-        if self.dev is None:
-            created, count = _merged_count(self.corpus, pair, new_token)
-        else:
-            entry = self.corpus.index.get(pair)
-            created = self.corpus.merge(pair, new_token)
-            count = 0 if entry is None else self._dev_count(entry, ord(new_token))
+        corpus = self.corpus
+        count = corpus.pair_counts.get(pair, 0)
+        positions = None
+        if pair[0] == pair[1]:  # overlapping occurrences: only those merged count
+            entry = corpus.index.get(pair, ())
+            positions = np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
+        created = corpus.merge(pair, new_token)
+        if positions is not None:
+            words = corpus.words.at(positions[corpus.symbols[positions] == ord(new_token)]).tolist()
+            count = sum(map(corpus.frequency_array.__getitem__, words))
         if count:
             self._shorten(count)
         if self.global_queue is not None and self.merges_made >= self.global_merges:
@@ -202,29 +191,11 @@ class ParitySelection:
         if self.global_queue is not None:
             self.global_queue.add(created)
 
-    def _dev_count(self, entry: int | array | np.ndarray, new: int) -> int:
-        """The packed dev counts of the occurrences a merge just made, from the merged pair's index `entry`: its
-        positions in dev words (below `end`: a prefix, the entry being ascending) that now hold the `new` token."""
-        corpus, end = self.corpus, self.dev.end
-        if isinstance(entry, int):
-            entry = (entry,) if entry < end else ()
-        elif len(entry) >= flat_corpus.MIN_NUMPY_MERGE:  # the store's threshold (tests lower it)
-            positions = entry if isinstance(entry, np.ndarray) else np.frombuffer(entry, dtype=np.int32)
-            positions = positions[:positions.searchsorted(end)]
-            positions = positions[corpus.symbols.take(positions) == new]
-            return int(self.dev.frequencies.take(corpus.words.at(positions)).sum()) if len(positions) else 0
-        else:
-            entry = entry[:bisect_left(entry, end)]
-        symbols, frequencies = corpus.symbol_array, self.dev_frequencies
-        bases, offsets = corpus.words.base_array, corpus.words.offset_array
-        return sum([frequencies[bases[position >> WORD_BLOCK_BITS] + offsets[position]] for position in entry
-                    if symbols[position] == new])
-
     def _shorten(self, count: int) -> None:
         """Take from each length its field of the packed `count`: its nonzero fields only, the highest first (a pair
         occurs in few languages' dev sets), each found from the highest bit left."""
-        lengths, width = self.lengths, self.length_fields.width
-        rest = count & self.length_bits
+        lengths, width = self.lengths, self.fields.width
+        rest = count >> self.length_shift & self.length_bits
         while rest:
             field = (rest.bit_length() - 1) // width
             low = field * width
@@ -233,7 +204,7 @@ class ParitySelection:
 
     def _need(self) -> list[float] | list[int]:
         """Each language's need of a merge, the greatest first (the reference's expressions, the same floats)."""
-        if self.dev is not None:
+        if self.dev_fields is not None:
             return self.lengths
         current = self.lengths
         if self.ratios is not None:  # the smaller the adjusted compression, the greater the need
@@ -257,19 +228,3 @@ class ParitySelection:
         if len(self.window) > size:
             counts[self.window.popleft()] -= 1
         return chosen
-
-
-def _merged_count(corpus: FlatCorpus, pair: str, new_token: str) -> tuple[dict[str, int], int]:
-    """`corpus.merge(pair, new_token)`'s created pairs, and the packed sum of the occurrences it merged: for a pair of
-    two different tokens, exactly its count before the merge (its occurrences cannot overlap); for (a, a), the
-    frequencies of the words at the listed positions that now hold the new token."""
-    count = corpus.pair_counts.get(pair, 0)
-    positions = None
-    if pair[0] == pair[1]:  # overlapping occurrences: only those merged count
-        entry = corpus.index.get(pair, ())
-        positions = np.array([entry] if isinstance(entry, int) else entry, dtype=np.int64)
-    created = corpus.merge(pair, new_token)
-    if positions is not None:
-        words = corpus.words.at(positions[corpus.symbols[positions] == ord(new_token)]).tolist()
-        count = sum(map(corpus.frequency_array.__getitem__, words))
-    return created, count
