@@ -330,15 +330,22 @@ def children_exit_with_this_process() -> Iterator[None]:
 
 def _load_prctl() -> Any:
     if not _prctl:
-        function = None
-        if sys.platform.startswith("linux"):
-            try:
-                function = ctypes.CDLL(None, use_errno=True).prctl
-                function.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-            except (OSError, AttributeError):
-                function = None
+        function = _linux_libc_function("prctl", use_errno=True)
+        if function is not None:
+            function.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         _prctl.append(function)
     return _prctl[0]
+
+
+def _linux_libc_function(name: str, use_errno: bool = False) -> Any:
+    """The C library's function `name` on Linux (glibc's, where `mallopt` and `malloc_trim` exist); None elsewhere or
+    when it has no such function."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return getattr(ctypes.CDLL(None, use_errno=use_errno), name)
+    except (OSError, AttributeError):
+        return None
 
 
 def release_free_memory() -> None:
@@ -348,11 +355,9 @@ def release_free_memory() -> None:
     and a worker forked later maps every page its parent holds: call it before forking workers from a process that
     has freed much, e.g. between SuperBPE's stages.
     """
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None).malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
+    malloc_trim = _linux_libc_function("malloc_trim")
+    if malloc_trim is not None:
+        malloc_trim(0)
 
 
 # glibc's `mallopt` parameter for the size from which an allocation gets a mapping of its own, and its initial value.
@@ -372,7 +377,7 @@ def large_allocations_mapped(threshold: int = 1 << 20) -> Iterator[None]:
     >>> with large_allocations_mapped():
     ...     pass
     """
-    mallopt = _glibc_mallopt()
+    mallopt = _linux_libc_function("mallopt")
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, threshold)
     try:
@@ -380,15 +385,6 @@ def large_allocations_mapped(threshold: int = 1 << 20) -> Iterator[None]:
     finally:
         if mallopt is not None:
             mallopt(_M_MMAP_THRESHOLD, _GLIBC_MMAP_THRESHOLD)
-
-
-def _glibc_mallopt() -> Callable[[int, int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None).mallopt  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
 
 
 # The waits for the bar's lock are bounded. A Ctrl-C just as a fork returns raises KeyboardInterrupt inside the
