@@ -99,17 +99,19 @@ def reference_counts(texts: Iterable[str], special_tokens: Sequence[str] = (), p
     return counts
 
 
-def merge_word(word: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[bytes, ...]:
-    """Replace each occurrence of `pair` in `word`, scanning left to right.
+def merge_word(word: tuple[Any, ...], pair: tuple[Any, Any], into: Any = None) -> tuple[Any, ...]:
+    """Replace each occurrence of `pair` in `word`, scanning left to right, by `into` (default: the pair's bytes
+    joined; tokens may also be ids, with the new token's id as `into`).
 
-    >>> merge_word((b"a",) * 5, (b"a", b"a"))
-    (b'aa', b'aa', b'a')
+    >>> merge_word((b"a",) * 5, (b"a", b"a")), merge_word((7, 7, 7), (7, 7), into=300)
+    ((b'aa', b'aa', b'a'), (300, 7))
     """
-    merged: list[bytes] = []
+    merged: list[Any] = []
+    joined = pair[0] + pair[1] if into is None else into
     position = 0
     while position < len(word):
         if position + 1 < len(word) and (word[position], word[position + 1]) == pair:
-            merged.append(pair[0] + pair[1])
+            merged.append(joined)
             position += 2
         else:
             merged.append(word[position])
