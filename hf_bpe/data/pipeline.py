@@ -33,8 +33,6 @@ import errno
 import json
 import os
 import pickle
-import signal
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -49,8 +47,10 @@ from hf_bpe.common.files import PathArg
 from hf_bpe.common.locks import output_lock, run_directory
 from hf_bpe.common.outputs import created_directories, publish_file
 from hf_bpe.common.parallel import (
+    END_POOL_SECONDS,
     WorkerProgress,
     children_exit_with_this_process,
+    interrupts_in_this_process_only,
     process_pool,
     progress_bar,
     progress_from_workers,
@@ -255,27 +255,6 @@ def balanced_row_ranges(sizes: Sequence[int], num_proc: int, max_rows: int, max_
     return [span for run in runs for span in run + [(len(sizes),) * 2] * (count - len(run))]
 
 
-@contextmanager
-def _interrupts_in_this_process_only() -> Iterator[None]:
-    """Ctrl-C sends SIGINT to every process of the terminal's group, and each forked worker of `map` or of a pool
-    would print its own KeyboardInterrupt traceback. The workers inherit this handler, which ignores the signal in
-    them: only this process raises KeyboardInterrupt, and ending the pool ends the workers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    this_process = os.getpid()
-
-    def interrupt_here_only(signum: int, frame: Any) -> None:
-        if os.getpid() == this_process:
-            raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, interrupt_here_only)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: Path, batch_size: int,
                   num_proc: int, progress: bool, fingerprint: str) -> int:
     """Encode with `Dataset.map` over balanced row ranges (cache files and ids files in `work_dir`), then copy the ids
@@ -301,7 +280,8 @@ def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: 
                                ) as done, datasets_progress_bars(False):
         write_ids = IdsToFiles(flatten, work_dir, texts, done)
         try:
-            with _interrupts_in_this_process_only():
+            # datasets ends its pool with Pool.terminate, which can wait for ever: bounded after Ctrl-C or SIGTERM.
+            with interrupts_in_this_process_only(end_within=END_POOL_SECONDS):
                 mapped = datasets.Dataset.from_dict({"start": starts, "stop": stops}).map(
                     write_ids, batched=True, batch_size=1, num_proc=num_proc if num_proc > 1 else None,
                     remove_columns=["start", "stop"], cache_file_name=str(work_dir / "spans.arrow"),
@@ -376,7 +356,7 @@ def _write_streaming(data: Any, flatten: BatchFlattener, file: BinaryIO, batch_s
     """Encode an IterableDataset batch by batch (in a pool of `num_proc` processes) and append to `file`."""
     num_documents = 0
     with progress_bar(progress, desc=f"tokenizing {Path(file.name).name}", unit="doc") as bar, \
-            _interrupts_in_this_process_only():
+            interrupts_in_this_process_only():
         for ids, count in _encode_stream(_numbered_batches(data, flatten.text_column, batch_size), flatten,
                                           num_proc):
             file.write(memoryview(ids))

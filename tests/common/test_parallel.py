@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -159,7 +160,6 @@ def test_forkserver_runs_the_body_of_an_unguarded_script_again(tmp_path: Path) -
 
 @pytest.mark.parametrize("work", ["count", "pool"])
 def test_ctrl_c_stops_the_workers_with_one_interrupt_in_the_parent_only(tmp_path: Path, work: str) -> None:
-    import signal
     import time
 
     code = f"""
@@ -270,3 +270,50 @@ def test_large_allocations_mapped_keeps_no_freed_array_resident() -> None:
     grown = {way: int(subprocess.run([sys.executable, "-c", script, way], capture_output=True, text=True, check=True,
                                      cwd=REPO).stdout) for way in ("plain", "mapped")}
     assert grown["plain"] > 100 and grown["mapped"] < 40, grown
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_library_pool_left_with_its_result_queue_lock_held_ends_within_the_bound(signum: int) -> None:
+    """`datasets.map(num_proc=2)` ends its pool with `Pool.terminate`, which waits for ever once a worker killed while
+    it sent a result has left the result queue's lock held. Here a worker takes that lock and waits, as such a worker
+    leaves it; the run must still end, with its exit code, within `end_within`, and leave no process behind."""
+    from tests.cli.faults import assert_no_process_left
+
+    script = textwrap.dedent("""
+        import argparse, sys, time
+        import datasets
+        from hf_bpe.cli.main import run_reporting_errors
+        from hf_bpe.common.parallel import interrupts_in_this_process_only
+
+        def hold_the_result_lock(batch):
+            frame = sys._getframe()
+            while "outqueue" not in frame.f_locals:  # up to the pool's worker loop
+                frame = frame.f_back
+            if frame.f_locals["outqueue"]._wlock.acquire(timeout=0.5):
+                print("held", flush=True)
+            time.sleep(600)
+
+        def run(args):
+            with interrupts_in_this_process_only(end_within=1.0):
+                datasets.Dataset.from_dict({"x": [1, 2]}).map(hold_the_result_lock, batched=True, batch_size=1,
+                                                              num_proc=2)
+            return 0
+
+        sys.exit(run_reporting_errors("map", run, argparse.Namespace()))
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True)
+    assert child.stdout is not None
+    assert child.stdout.readline() == "held\n"
+    os.kill(child.pid, signum)
+    try:
+        _, stderr = child.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise
+    expected = ("map: interrupted; nothing was written", 130) if signum == signal.SIGINT else \
+        ("map: terminated (SIGTERM); nothing was written", 143)
+    assert (stderr.strip().splitlines()[-1], child.returncode) == expected, stderr
+    assert "Traceback" not in stderr, stderr
+    assert_no_process_left(child.pid)
