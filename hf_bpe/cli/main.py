@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from hf_bpe.common.errors import InputError, describe_os_error
+from hf_bpe.common.errors import InputError, WorkerLostError, describe_os_error, in_chain
 from hf_bpe.common.parallel import children_exit_with_this_process
 
 #: Set to 1 to see the traceback of an error instead of its one-line report.
@@ -80,7 +80,7 @@ def run_reporting_errors(prefix: str, run: Callable[[argparse.Namespace], int], 
         return _report_interrupt(prefix, True)  # Ray's SIGTERM handler (sys.exit(signum)) replaces ours in ray.init
     except BaseException as error:  # also what is not an Exception, such as a panic in a Rust extension
         # An error raised while interrupted (a pool's TimeoutError as it shuts down after Ctrl-C) is the interrupt.
-        if terminated or _in_chain(error, lambda cause: isinstance(cause, KeyboardInterrupt)):
+        if terminated or in_chain(error, lambda cause: isinstance(cause, KeyboardInterrupt)):
             return _report_interrupt(prefix, bool(terminated))
         if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
             raise
@@ -180,12 +180,14 @@ def describe_error(error: BaseException, args: argparse.Namespace) -> str:
     'error: a.txt: no such file'
     >>> describe_error(MemoryError(), argparse.Namespace(num_proc=2, batch_size=1000))
     'error: out of memory; try fewer --num-proc, a smaller --batch-size or a machine with more memory'
+    >>> describe_error(WorkerLostError("a worker died"), argparse.Namespace(num_proc=2))
+    'error: a worker died; if it ran out of memory, try fewer --num-proc or a machine with more memory'
     >>> describe_error(KeyError("vocab"), argparse.Namespace())
     "internal error: KeyError: 'vocab' (a bug in hf_bpe: please report it with the traceback HF_BPE_DEBUG=1 shows)"
     """
     if isinstance(error, InputError):  # says it all, even when raised while handling a Ray or memory error
         return f"error: {one_line(str(error))}"
-    ray_error = _in_chain(error, lambda cause: type(cause).__module__.startswith("ray."))
+    ray_error = in_chain(error, lambda cause: type(cause).__module__.startswith("ray."))
     if ray_error is not None:
         kinds = {kind.__name__ for kind in type(ray_error).__mro__}
         what = f"{type(ray_error).__name__}: {one_line(str(ray_error), 200)}"
@@ -194,16 +196,24 @@ def describe_error(error: BaseException, args: argparse.Namespace) -> str:
         if "RayTaskError" in kinds:
             return f"error: a task on the Ray cluster failed: {what}"
         return f"error: the Ray cluster failed ({what})"
-    if _in_chain(error, lambda cause: isinstance(cause, MemoryError)) is not None:
-        advice = [text for text, name in (("fewer --workers", "workers"), ("fewer --num-proc", "num_proc"),
-                                          ("a smaller --batch-size", "batch_size")) if hasattr(args, name)]
-        return f"error: out of memory; try {', '.join(advice)}{' or ' if advice else ''}a machine with more memory"
+    lost = in_chain(error, lambda cause: isinstance(cause, WorkerLostError))
+    if lost is not None:
+        return f"error: {one_line(str(lost))}; if it ran out of memory, try {_memory_advice(args)}"
+    if in_chain(error, lambda cause: isinstance(cause, MemoryError)) is not None:
+        return f"error: out of memory; try {_memory_advice(args)}"
     if isinstance(error, OSError):
         return f"error: {one_line(describe_os_error(error))}"
     if isinstance(error, (ValueError, TypeError, RuntimeError)):
         return f"error: {one_line(str(error))}"
     return (f"internal error: {type(error).__name__}: {one_line(str(error))} (a bug in hf_bpe: please report it "
             f"with the traceback {DEBUG_VARIABLE}=1 shows)")
+
+
+def _memory_advice(args: argparse.Namespace) -> str:
+    """What the command's options offer against running out of memory."""
+    advice = [text for text, name in (("fewer --workers", "workers"), ("fewer --num-proc", "num_proc"),
+                                      ("a smaller --batch-size", "batch_size")) if hasattr(args, name)]
+    return f"{', '.join(advice)}{' or ' if advice else ''}a machine with more memory"
 
 
 def one_line(message: str, limit: int = 400) -> str:
@@ -224,18 +234,6 @@ def one_line(message: str, limit: int = 400) -> str:
         message = head + (lines[-1] if lines else "")
     text = " ".join(message.split()) or "(no message)"
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _in_chain(error: BaseException, matches: Callable[[BaseException], bool]) -> BaseException | None:
-    """The first of `error`, its cause or context, theirs... that `matches`, if any."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        if matches(cause):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
 
 
 # Ray's exceptions for a worker process, node or object that is gone (by name: ray is imported only when used).

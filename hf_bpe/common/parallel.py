@@ -11,7 +11,8 @@
   children run the main script's body too (see tests/common/test_parallel.py). Thread pools of C libraries (OpenBLAS,
   `tokenizers`) install fork handlers and do not count.
 * `process_pool(num_workers, state)` / `worker_state()`: a `multiprocessing.Pool` whose workers receive `state` once,
-  through the pool's initializer, instead of with every task.
+  through the pool's initializer, instead of with every task, and whose waits raise `WorkerLostError` when a worker
+  dies (`hf_bpe.common.lost_workers`), where Python's pool would wait for ever.
 * `progress_bar(progress, ...)`: a tqdm bar shown when asked, or by default when stderr is a terminal. It starts no
   monitor thread, so it does not prevent forking.
 * `progress_from_workers(progress, ...)`: a bar in this process that follows a count forked workers add to, for
@@ -43,6 +44,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from hf_bpe.common.lost_workers import WatchedPool
 
 T = TypeVar("T")
 
@@ -79,10 +82,11 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
 
     `state` reaches each worker once (inherited with "fork", pickled once per worker with "spawn"). On normal exit
     the pool is closed and joined; on an exception (or Ctrl-C, which the workers leave to this process) its workers
-    are terminated (`_end_pool`). The workers die with this process (`exit_with_parent`).
+    are terminated (`_end_pool`). The workers die with this process (`exit_with_parent`). A worker that dies while the
+    pool runs (the out-of-memory killer) makes the results waited for raise `WorkerLostError` (`WatchedPool`).
     """
-    pool = start_workers(lambda: multiprocessing_context().Pool(num_workers, initializer=_set_worker_state,
-                                                                  initargs=(state, os.getpid())))
+    pool = start_workers(lambda: WatchedPool(num_workers, initializer=_set_worker_state,
+                                              initargs=(state, os.getpid()), context=multiprocessing_context()))
     try:
         yield pool
     except BaseException:
@@ -90,6 +94,7 @@ def process_pool(num_workers: int, state: Any) -> Iterator[multiprocessing.pool.
         raise
     pool.close()
     pool.join()
+
 
 
 # How long `_end_pool` waits for `Pool.terminate` and `join`.

@@ -36,15 +36,15 @@ import pickle
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from hf_bpe.common.errors import InputError
+from hf_bpe.common.errors import InputError, WorkerLostError, in_chain
 from hf_bpe.common.files import PathArg
 from hf_bpe.common.locks import output_lock, run_directory
+from hf_bpe.common.lost_workers import WatchedResult
 from hf_bpe.common.outputs import created_directories, publish_file
 from hf_bpe.common.parallel import (
     END_POOL_SECONDS,
@@ -286,6 +286,10 @@ def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: 
                     write_ids, batched=True, batch_size=1, num_proc=num_proc if num_proc > 1 else None,
                     remove_columns=["start", "stop"], cache_file_name=str(work_dir / "spans.arrow"),
                     load_from_cache_file=False, new_fingerprint=fingerprint)
+        except Exception as error:
+            if num_proc > 1 and in_chain(error, _says_a_process_died):
+                raise WorkerLostError("a process of Dataset.map(num_proc=...) died") from error
+            raise
         finally:
             write_ids.close()
     # The rows of mapped are in range order, not dataset order: sorted by first row (an empty range sorts anywhere).
@@ -298,6 +302,13 @@ def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: 
             with open(work_dir / name, "rb") as source:
                 _copy_span(source, start, stop, file, bar)
     return sum(mapped.data.column("num_documents").to_pylist())
+
+
+def _says_a_process_died(error: BaseException) -> bool:
+    """Whether `error` is how `Dataset.map(num_proc=N)` fails when one of its processes dies (killed, most often for
+    memory): datasets' own RuntimeError for a worker, a broken connection for its manager process."""
+    return isinstance(error, (ConnectionError, EOFError)) or (isinstance(error, RuntimeError)
+                                                              and "abruptly died" in str(error))
 
 
 def _joined_spans(spans: Iterable[tuple[str, int, int]]) -> Iterator[tuple[str, int, int]]:
@@ -389,7 +400,7 @@ def _encode_stream(batches: Iterable[tuple[dict[str, list[Any]], int]], flatten:
     with process_pool(num_proc, flatten) as pool:
         # A bounded read-ahead (Pool.imap's is unbounded and would pull the whole stream into memory): the next
         # batches encode while this one is written, and results come back in dataset order.
-        pending: deque[AsyncResult[tuple[np.ndarray, int]]] = deque()
+        pending: deque[WatchedResult[tuple[np.ndarray, int]]] = deque()
         for numbered_batch in batches:
             pending.append(pool.apply_async(_encode_in_worker, (numbered_batch,)))
             if len(pending) >= 2 * num_proc:

@@ -237,6 +237,27 @@ def test_a_counting_worker_killed_by_the_oom_killer_is_one_line(tmp_path):
     assert_no_process_left(run.pid)
 
 
+
+@pytest.mark.parametrize("extra, victim", [([], min), ([], max), (["--streaming"], min)],
+                         ids=["map-worker", "map-manager", "streaming"])
+def test_a_tokenize_dataset_worker_killed_by_the_oom_killer_is_one_line(extra, victim, tokenizer_dir, tmp_path):
+    # Enough documents that the workers are still encoding when the first ids are out (several seconds of work).
+    documents = write_documents(tmp_path / "docs.jsonl", 5 * DOCUMENTS)
+    out = tmp_path / "out"
+    run = start(*tokenize_arguments(tokenizer_dir, documents, out, tmp_path / "cache", "--num-proc", "2", *extra))
+    wait_for(lambda: any(path.stat().st_size for path in out.glob(".train.tmp-*/*.bin")), 120, "ids were written",
+             run)
+    # The first child is a pool worker; with datasets.map, the last one its manager, forked after the pool.
+    os.kill(victim(children_of(run.pid)), signal.SIGKILL)
+    message = one_line(finish(run))
+    how = ("a process of Dataset.map(num_proc=...) died" if not extra else
+           "a worker process died (killed by SIGKILL, which the out-of-memory killer sends)")
+    assert message == (f"hf-bpe tokenize-dataset: error: {how}; if it ran out of memory, try fewer --num-proc, a "
+                       "smaller --batch-size or a machine with more memory")
+    assert run.returncode == 2
+    assert not out.exists()
+    assert_no_process_left(run.pid)
+
 def test_a_memory_error_is_one_line(tmp_path):
     """A corpus of one 30 MB word under an address-space limit a few hundred MB above what a small run needs."""
     probe = subprocess.run(

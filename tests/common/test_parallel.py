@@ -317,3 +317,32 @@ def test_a_library_pool_left_with_its_result_queue_lock_held_ends_within_the_bou
     assert (stderr.strip().splitlines()[-1], child.returncode) == expected, stderr
     assert "Traceback" not in stderr, stderr
     assert_no_process_left(child.pid)
+
+
+@pytest.mark.parametrize("wait", ["map", "imap", "imap_unordered", "apply_async"])
+def test_a_worker_killed_while_the_pool_runs_is_reported_not_waited_for(wait: str) -> None:
+    """CPython's pool starts a new worker in place of a dead one and waits for ever for the task it held."""
+    script = textwrap.dedent(f"""
+        import os, signal, time
+        from hf_bpe.common.errors import WorkerLostError
+        from hf_bpe.common.parallel import process_pool
+
+        def task(number):
+            if number == 3:
+                os.kill(os.getpid(), signal.SIGKILL)  # what the out-of-memory killer sends
+            time.sleep(0.2)
+            return number
+
+        try:
+            with process_pool(2, None) as pool:
+                if {wait!r} == "apply_async":
+                    [result.get() for result in [pool.apply_async(task, (number,)) for number in range(6)]]
+                else:
+                    list(getattr(pool, {wait!r})(task, range(6)))
+        except WorkerLostError as error:
+            print(error)
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.stdout.strip() == "a worker process died (killed by SIGKILL, which the out-of-memory killer sends)", \
+        run.stderr

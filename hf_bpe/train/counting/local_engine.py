@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence, Sized
@@ -17,6 +16,7 @@ from typing import Any
 
 from hf_bpe.common.errors import InputError
 from hf_bpe.common.locks import signals_held
+from hf_bpe.common.lost_workers import how_it_ended
 from hf_bpe.common.parallel import (
     default_num_workers,
     exit_with_parent,
@@ -125,11 +125,11 @@ class _WorkerProcesses:
         if dead:
             method = self.context.get_start_method()
             raise RuntimeError(
-                f"a pre-token counting worker process died{_how(dead[0])}: out of memory, or it could not start (with "
-                f"the {method!r} start method the main script is re-imported: guard it with `if __name__ == "
-                "\"__main__\":`, and use num_workers=1 for code read from stdin)" if method == "spawn" else
-                f"a pre-token counting worker process died{_how(dead[0])}; fewer workers (num_workers, --workers) "
-                "need less memory, and num_workers=1 counts in this process"
+                f"a pre-token counting worker process died{how_it_ended(dead[0])}: out of memory, or it could not "
+                f"start (with the {method!r} start method the main script is re-imported: guard it with `if "
+                "__name__ == \"__main__\":`, and use num_workers=1 for code read from stdin)" if method == "spawn" else
+                f"a pre-token counting worker process died{how_it_ended(dead[0])}; fewer workers (num_workers, "
+                "--workers) need less memory, and num_workers=1 counts in this process"
             ) from None
 
     def _handle(self, message: tuple[Any, ...]) -> None:
@@ -149,21 +149,6 @@ class _WorkerProcesses:
 
     def _add(self, counts: Counter[bytes]) -> None:
         self.total = add_counts(self.total, counts)
-
-
-def _how(exitcode: int) -> str:
-    """How a worker process ended, from its exit code.
-
-    >>> _how(-9), _how(3)
-    (' (killed by SIGKILL, which the out-of-memory killer sends)', ' (exit code 3)')
-    """
-    if exitcode >= 0:
-        return f" (exit code {exitcode})"
-    try:
-        name = signal.Signals(-exitcode).name
-    except ValueError:
-        name = f"signal {-exitcode}"
-    return f" (killed by {name}{', which the out-of-memory killer sends' if name == 'SIGKILL' else ''})"
 
 
 def _worker_main(run: Callable[[PieceCounter, Any], int], special_tokens: list[str], task_queue: Any,
