@@ -62,6 +62,7 @@ from hf_bpe.data.sources import (
     DatasetSource,
     datasets_progress_bars,
     missing_column_error,
+    read_batches,
 )
 
 
@@ -106,7 +107,7 @@ def tokenize_dataset(tokenizer_dir: PathArg, dataset: str, out_dir: PathArg, *,
             temporary_bin = work_dir / bin_path.name
             with open(temporary_bin, "wb") as file:
                 if streaming:
-                    num_documents = _write_streaming(data, flatten, file, batch_size, num_proc, progress)
+                    num_documents = _write_streaming(data, source, flatten, file, batch_size, num_proc, progress)
                 else:
                     num_documents = _write_mapped(data, flatten, file, work_dir, batch_size, num_proc, progress,
                                                   fingerprint=tokenizer_hash[:32])
@@ -362,13 +363,13 @@ def _copy_span(source: BinaryIO, start: int, stop: int, target: BinaryIO, bar: A
         bar.update(len(block))
 
 
-def _write_streaming(data: Any, flatten: BatchFlattener, file: BinaryIO, batch_size: int, num_proc: int,
-                     progress: bool) -> int:
+def _write_streaming(data: Any, source: DatasetSource, flatten: BatchFlattener, file: BinaryIO, batch_size: int,
+                     num_proc: int, progress: bool) -> int:
     """Encode an IterableDataset batch by batch (in a pool of `num_proc` processes) and append to `file`."""
     num_documents = 0
     with progress_bar(progress, desc=f"tokenizing {Path(file.name).name}", unit="doc") as bar, \
             interrupts_in_this_process_only():
-        for ids, count in _encode_stream(_numbered_batches(data, flatten.text_column, batch_size), flatten,
+        for ids, count in _encode_stream(_numbered_batches(data, source, flatten.text_column, batch_size), flatten,
                                           num_proc):
             file.write(memoryview(ids))
             num_documents += count
@@ -376,12 +377,13 @@ def _write_streaming(data: Any, flatten: BatchFlattener, file: BinaryIO, batch_s
     return num_documents
 
 
-def _numbered_batches(data: Any, text_column: str, batch_size: int) -> Iterator[tuple[dict[str, list[Any]], int]]:
+def _numbered_batches(data: Any, source: DatasetSource, text_column: str, batch_size: int
+                      ) -> Iterator[tuple[dict[str, list[Any]], int]]:
     """(batch of Python rows, its first row): at most `batch_size` documents and, unless one document is longer,
     8 x GROUP_CHARS bytes of text. The stream is read as arrow, so only these batches become Python strings (and
     are pickled to the workers), never the text of `batch_size` documents at once."""
     first_row = 0
-    for table in data.with_format("arrow").iter(batch_size=batch_size):
+    for table in read_batches(iter(data.with_format("arrow").iter(batch_size=batch_size)), source):
         if text_column not in table.column_names:
             raise missing_column_error(text_column, table.column_names)
         texts = table.column(text_column)

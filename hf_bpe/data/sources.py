@@ -18,9 +18,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hf_bpe.common.errors import InputError
+
+T = TypeVar("T")
 
 PACKAGED_BUILDERS = ("json", "csv", "parquet", "text", "arrow")
 BUILDER_BY_SUFFIX = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text",
@@ -80,12 +82,10 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
     if is_saved_dataset(path):
         return _load_saved(path, source, streaming)
 
-    builder, files = dataset, list(data_files or [])
-    if path.is_file() and not files:
-        builder, files = BUILDER_BY_SUFFIX.get(path.suffix.lower(), ""), [dataset]
-        if not builder:
-            raise InputError(f"{dataset}: cannot tell the format from the suffix; use --dataset json|csv|parquet|"
-                             f"text --data-files {dataset}")
+    builder, files = _builder_and_files(dataset, data_files)
+    if not builder:
+        raise InputError(f"{dataset}: cannot tell the format from the suffix; use --dataset json|csv|parquet|"
+                         f"text --data-files {dataset}")
     if builder in PACKAGED_BUILDERS and not files:
         raise InputError(f"--dataset {builder} needs --data-files")
     for file in files:
@@ -105,13 +105,46 @@ def load_text_dataset(dataset: str, *, split: str, data_files: Sequence[str] | N
         message = " ".join(str(error).split()) or type(error).__name__
         if "corresponds to no data" in message:  # the csv builder on a header without rows
             raise source.no_rows_error() from None
-        where = first_json_error(files) if builder == "json" else None
-        if where is not None:  # datasets says only "An error occurred while generating the dataset"
-            raise InputError(where) from None
-        raise InputError(f"could not load dataset {dataset!r} split {split!r}: {message}") from None
+        raise _data_error(builder, files, f"could not load dataset {dataset!r} split {split!r}: {message}"
+                          ) from None
     if not streaming and len(loaded) == 0:
         raise source.no_rows_error()
     return loaded
+
+
+def _builder_and_files(dataset: str, data_files: Sequence[str] | None) -> tuple[str, list[str]]:
+    """The builder `load_dataset` gets and its data files: a single data file's builder comes from its suffix
+    (empty when the suffix tells none)."""
+    path = Path(dataset)
+    if path.is_file() and not data_files:
+        return BUILDER_BY_SUFFIX.get(path.suffix.lower(), ""), [dataset]
+    return dataset, list(data_files or [])
+
+
+def _data_error(builder: str, files: Sequence[str], message: str) -> InputError:
+    """An error reading data files: where the first JSON error of `files` is, for the json builder (datasets says
+    only "An error occurred while generating the dataset", or a row number in a chunk), else `message`."""
+    where = first_json_error(files) if builder == "json" else None
+    return InputError(where if where is not None else message)
+
+
+def read_batches(batches: Iterator[T], source: DatasetSource) -> Iterator[T]:
+    """The batches of a split's `iter()`, with an error raised while reading them (a streamed split reads its data
+    files only as it goes) turned into an InputError that says where, as `load_text_dataset` does for an error
+    while loading, and not also logged by datasets."""
+    while True:
+        try:
+            with _datasets_errors_not_logged():
+                batch = next(batches)
+        except StopIteration:
+            return
+        except InputError:
+            raise
+        except Exception as error:  # datasets and pyarrow raise many types (ArrowInvalid, JSONDecodeError, ...)
+            message = " ".join(str(error).split()) or type(error).__name__
+            builder, files = _builder_and_files(source.name, source.data_files)
+            raise _data_error(builder, files, f"could not read {source.describe()}: {message}") from None
+        yield batch
 
 
 @contextmanager
@@ -172,7 +205,8 @@ def _json_error_in(path: Path) -> str | None:
             try:
                 row = json.loads(line.rstrip("\r\n"))  # columns of this line, not of a line after its newline
             except json.JSONDecodeError as error:
-                return f"line {number}: not valid JSON ({error.msg} at column {error.colno})"
+                # json's messages that end in "at" ("Unterminated string starting at") take the column as is.
+                return f"line {number}: not valid JSON ({error.msg.removesuffix(' at')} at column {error.colno})"
             if not isinstance(row, dict):
                 return f"line {number}: a row of JSON lines must be an object, got {type(row).__name__}"
     return None
@@ -250,7 +284,7 @@ class RowTexts:
 
     def __iter__(self) -> Iterator[str]:
         data = self.data.select_columns([self.source.text_column]) if not self.source.streaming else self.data
-        for batch in data.iter(batch_size=self.batch_size):
+        for batch in read_batches(iter(data.iter(batch_size=self.batch_size)), self.source):
             if self.source.text_column not in batch:
                 raise missing_column_error(self.source.text_column, list(batch))
             for text in batch[self.source.text_column]:

@@ -295,13 +295,19 @@ def test_out_under_a_regular_file_is_refused_before_the_dataset_is_converted(tok
     assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]  # no datasets cache: nothing converted
 
 
-def test_a_malformed_json_lines_row_is_named_by_file_and_line(tokenizer_dir, tmp_path):
+@pytest.mark.parametrize("command", ["tokenize-dataset", "tokenize-dataset --streaming", "train --streaming"])
+def test_a_malformed_json_lines_row_is_named_by_file_and_line(command, tokenizer_dir, tmp_path):
+    # A streamed split is read only as it is iterated: there datasets' error names a row of a chunk, and logs a line.
     data = tmp_path / "docs.jsonl"
     data.write_text('{"text": "one"}\n{"text": "two"}\n{"text": "three" "x"}\n', encoding="utf-8")
-    run = start(*tokenize_arguments(tokenizer_dir, data, tmp_path / "out", tmp_path / "cache"))
-    assert one_line(finish(run)) == (f"hf-bpe tokenize-dataset: error: {data}: line 3: not valid JSON (Expecting "
+    name, *extra = command.split()
+    out = tmp_path / "out"
+    run = start(*(tokenize_arguments(tokenizer_dir, data, out, tmp_path / "cache", *extra) if name != "train" else
+                  ["train", "--dataset", "json", "--data-files", str(data), "--vocab-size", "300", "--out", str(out),
+                   "--no-progress", *extra]))
+    assert one_line(finish(run)) == (f"hf-bpe {name}: error: {data}: line 3: not valid JSON (Expecting "
                                      f"',' delimiter at column 18)")
-    assert run.returncode == 2 and not (tmp_path / "out").exists()
+    assert run.returncode == 2 and not out.exists()
 
 
 def test_a_compressed_corpus_is_refused_before_counting(tmp_path):

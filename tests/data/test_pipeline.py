@@ -25,6 +25,7 @@ from hf_bpe.data import pipeline as pipeline_module
 from hf_bpe.data.encoders import tokenizer_directory_hash
 from hf_bpe.data.load import load_tokens
 from hf_bpe.data.pipeline import tokenize_dataset
+from hf_bpe.data.sources import DatasetSource
 from hf_bpe.encode import tokenizer as encode_module
 from hf_bpe.encode.tokenizer import Tokenizer
 from hf_bpe.formats.gpt2 import load_gpt2
@@ -720,7 +721,8 @@ def test_a_stream_is_cut_into_batches_of_bounded_text(tmp_path, monkeypatch):
     data_file = write_jsonl(tmp_path / "docs.jsonl", [{"text": doc, "id": index} for index, doc in
                                                       enumerate(documents)])
     stream = datasets.load_dataset("json", data_files=[str(data_file)], split="train", streaming=True)
-    batches = list(pipeline_module._numbered_batches(stream, "text", batch_size=25))
+    source = DatasetSource("json", data_files=[str(data_file)], streaming=True)
+    batches = list(pipeline_module._numbered_batches(stream, source, "text", batch_size=25))
     assert [row for _, row in batches] == list(np.cumsum([0] + [len(batch["text"]) for batch, _ in batches[:-1]]))
     assert [text for batch, _ in batches for text in batch["text"]] == documents
     for batch, first_row in batches:
