@@ -138,7 +138,7 @@ def read_batches(batches: Iterator[T], source: DatasetSource) -> Iterator[T]:
                 batch = next(batches)
         except StopIteration:
             return
-        except InputError:
+        except (InputError, MemoryError):  # said as they are (out of memory, with what to try)
             raise
         except Exception as error:  # datasets and pyarrow raise many types (ArrowInvalid, JSONDecodeError, ...)
             message = " ".join(str(error).split()) or type(error).__name__
