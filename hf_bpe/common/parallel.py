@@ -295,65 +295,6 @@ def leave_interrupts_to_the_parent() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-@contextmanager
-def interrupts_in_this_process_only(end_within: float | None = None) -> Iterator[None]:
-    """In the main thread, for a block that runs worker processes: Ctrl-C raises KeyboardInterrupt in this process
-    only. It sends SIGINT to every process of the terminal's group; the workers forked in the block inherit this
-    handler, which ignores the signal in them, so that ending the pool ends them without a traceback from each.
-
-    `end_within`, for a pool that a library starts and ends (`datasets.map(num_proc=N)`): after the first Ctrl-C or
-    SIGTERM, the block gets that many seconds to end, then its main thread gets SIGINT, which raises
-    KeyboardInterrupt out of whatever it waits on. `Pool.terminate` can wait for ever (see `_end_pool`), and this
-    process holds no reference to such a pool to end it as `_end_pool` does. The pool's threads are daemons, and its
-    workers, sent SIGTERM by `terminate`, die with this process anyway (`children_exit_with_this_process`). SIGTERM
-    keeps its own handler, which is called as before; with the default one, the process just dies.
-
-    Not handled: a block run outside the main thread, where Python cannot set signal handlers; the block is run as
-    it is.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    this_process, main_thread = os.getpid(), threading.get_ident()
-    deadline = threading.Timer(end_within or 0.0, signal.pthread_kill, (main_thread, signal.SIGINT))
-    deadline.daemon = True
-
-    def start_deadline() -> None:
-        if end_within is not None and os.getpid() == this_process and deadline.ident is None:
-            deadline.start()
-
-    def interrupt_here_only(signum: int, frame: Any) -> None:
-        if os.getpid() == this_process:
-            start_deadline()
-            raise KeyboardInterrupt
-
-    terminate = signal.getsignal(signal.SIGTERM)
-
-    def terminate_with_deadline(signum: int, frame: Any) -> None:
-        start_deadline()
-        terminate(signum, frame)  # type: ignore[operator]
-
-    previous = signal.signal(signal.SIGINT, interrupt_here_only)
-    if end_within is not None and callable(terminate):
-        signal.signal(signal.SIGTERM, terminate_with_deadline)
-        _HANDLERS_FOR_THIS_PROCESS.add(terminate_with_deadline)
-    try:
-        yield
-    finally:
-        deadline.cancel()
-        if deadline.ident is not None:
-            deadline.join()
-        signal.signal(signal.SIGINT, previous)
-        if signal.getsignal(signal.SIGTERM) is terminate_with_deadline:
-            signal.signal(signal.SIGTERM, terminate)
-        _HANDLERS_FOR_THIS_PROCESS.discard(terminate_with_deadline)
-
-
-# SIGTERM handlers set by interrupts_in_this_process_only. A child forked in its block gets the default handler back
-# at once (`_after_fork_in_child`): a Python handler runs only once the child's main thread runs Python code again.
-_HANDLERS_FOR_THIS_PROCESS: set[Any] = set()
-
-
 # --- workers end with their parent -----------------------------------------------------------------------------------
 
 _PR_SET_PDEATHSIG = 1
@@ -476,11 +417,6 @@ def _after_fork_in_child() -> None:
     if _fork_holds_lock:
         _fork_holds_lock = False
         _bar_write_lock.release()
-    if signal.getsignal(signal.SIGTERM) in _HANDLERS_FOR_THIS_PROCESS:
-        try:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        except ValueError:  # forked from another thread: the handler still hands the signal to the previous one
-            pass
     parent_pid, from_main_thread = _forking
     if _exit_with_parent_depth and from_main_thread:
         exit_with_parent(parent_pid)
@@ -511,7 +447,6 @@ def peak_memory_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, kilobytes elsewhere
 
 
-__all__ = ["children_exit_with_this_process", "default_num_workers", "exit_with_parent",
-           "interrupts_in_this_process_only", "peak_memory_bytes",
+__all__ = ["children_exit_with_this_process", "default_num_workers", "exit_with_parent", "peak_memory_bytes",
            "leave_interrupts_to_the_parent", "multiprocessing_context", "process_pool", "progress_bar",
            "progress_from_workers", "release_free_memory", "start_workers", "worker_state", "WorkerProgress"]

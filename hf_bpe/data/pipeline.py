@@ -43,6 +43,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError, WorkerLostError, in_chain
 from hf_bpe.common.files import PathArg
+from hf_bpe.common.interrupts import interrupts_in_this_process_only
 from hf_bpe.common.locks import output_lock, run_directory
 from hf_bpe.common.lost_workers import WatchedResult
 from hf_bpe.common.outputs import created_directories, publish_file
@@ -50,7 +51,6 @@ from hf_bpe.common.parallel import (
     END_POOL_SECONDS,
     WorkerProgress,
     children_exit_with_this_process,
-    interrupts_in_this_process_only,
     process_pool,
     progress_bar,
     progress_from_workers,

@@ -283,7 +283,7 @@ def test_a_library_pool_left_with_its_result_queue_lock_held_ends_within_the_bou
         import argparse, sys, time
         import datasets
         from hf_bpe.cli.main import run_reporting_errors
-        from hf_bpe.common.parallel import interrupts_in_this_process_only
+        from hf_bpe.common.interrupts import interrupts_in_this_process_only
 
         def hold_the_result_lock(batch):
             frame = sys._getframe()
