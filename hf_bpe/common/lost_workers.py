@@ -79,11 +79,8 @@ class WatchedResult(Generic[T]):
     def __init__(self, result: multiprocessing.pool.AsyncResult[T], pool: WatchedPool) -> None:
         self.result, self.pool = result, pool
 
-    def get(self, timeout: float | None = None) -> T:
-        return self.result.get(timeout) if timeout is not None else self.pool.wait_for(self.result.get)
-
-    def ready(self) -> bool:
-        return self.result.ready()
+    def get(self) -> T:
+        return self.pool.wait_for(self.result.get)
 
 
 def how_it_ended(exitcode: int) -> str:
