@@ -50,7 +50,11 @@ def spilled_bytes(spill_root: str | os.PathLike[str]) -> int:
     """The bytes in Ray's spill files under `spill_root` (its `ray_spilled_objects_*` directories)."""
     total = 0
     for directory in Path(spill_root).glob("session_*/ray_spilled_objects_*"):
-        for entry in os.scandir(directory):
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:  # the directory went between the glob and the scan: a session ending
+            continue
+        for entry in entries:
             try:
                 total += entry.stat().st_size
             except OSError:  # deleted while we looked: the object was freed
