@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 
@@ -47,19 +46,33 @@ def store_stats(spill_root: str | os.PathLike[str] | None = None) -> StoreStats:
 
 
 def spilled_bytes(spill_root: str | os.PathLike[str]) -> int:
-    """The bytes in Ray's spill files under `spill_root` (its `ray_spilled_objects_*` directories)."""
+    """The bytes in Ray's spill files under `spill_root`: in its sessions' (`session_*`, each once: the
+    `session_latest` link is not followed) `ray_spilled_objects_*` directories."""
     total = 0
-    for directory in Path(spill_root).glob("session_*/ray_spilled_objects_*"):
-        try:
-            entries = list(os.scandir(directory))
-        except FileNotFoundError:  # the directory went between the glob and the scan: a session ending
-            continue
-        for entry in entries:
-            try:
-                total += entry.stat().st_size
-            except OSError:  # deleted while we looked: the object was freed
-                continue
+    for session in _directories(spill_root, "session_"):
+        for directory in _directories(session, "ray_spilled_objects_"):
+            for entry in _entries(directory):
+                try:
+                    total += entry.stat().st_size
+                except OSError:  # deleted while we looked: the object was freed
+                    continue
     return total
+
+
+def _directories(parent: str | os.PathLike[str], prefix: str) -> list[str]:
+    """The directories (not links) in `parent` whose names start with `prefix`."""
+    return [entry.path for entry in _entries(parent) if entry.name.startswith(prefix)
+            and entry.is_dir(follow_symlinks=False)]
+
+
+def _entries(directory: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
+    """The entries of `directory`, or none once it is gone: Ray removes spill directories, and sessions, while a
+    monitor looks."""
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
 
 
 class ObjectStoreMonitor:
