@@ -30,7 +30,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import filterfalse
+from itertools import compress, repeat
 
 import numpy as np
 
@@ -207,15 +207,18 @@ class StageOneTokenizer(Tokenizer):
             numbered = {piece: index for index, piece in enumerate(dict.fromkeys(long_pieces), start=len(distinct))}
             which[long] = np.fromiter(map(numbered.__getitem__, long_pieces), dtype=np.intp, count=len(long))
             distinct.extend(numbered)
+        # One lookup per distinct piece: the ids of those known, None for the new ones, merged and filled in.
         known = self._piece_ids
-        new = list(filterfalse(known.__contains__, distinct))
+        distinct_ids = list(map(known.get, distinct))
+        missing = list(compress(range(len(distinct_ids)), map(operator.is_, distinct_ids, repeat(None))))
+        new = list(map(distinct.__getitem__, missing))
+        merged: list[bytes] = []
         for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
-            batch = new[first:first + PIECE_BATCH]
-            known.update(zip(batch, self._merge_batch(list(map(_piece_bytes, batch)))))
-        distinct_ids = list(map(known.__getitem__, distinct))
-        if len(known) > PIECE_CACHE:  # the pieces first seen stay (the frequent ones, mostly); these go again
-            for piece in new:
-                del known[piece]
+            merged += self._merge_batch(list(map(_piece_bytes, new[first:first + PIECE_BATCH])))
+        for index, ids in zip(missing, merged):
+            distinct_ids[index] = ids
+        if len(known) + len(new) <= PIECE_CACHE:  # the pieces first seen stay (the frequent ones, mostly)
+            known.update(zip(new, merged))
         # Every piece's ids in place: the distinct pieces' ids end to end, gathered.
         dtype = self.segment_dtype
         distinct_lengths = np.fromiter(map(len, distinct_ids), dtype=np.intp, count=len(distinct_ids))
