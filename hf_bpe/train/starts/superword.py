@@ -28,6 +28,7 @@ from which stage. Plain reference: `hf_bpe.train._reference.reference_superword_
 from __future__ import annotations
 
 import operator
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -212,9 +213,12 @@ class StageOneTokenizer(Tokenizer):
         distinct_ids = list(map(known.get, distinct))
         missing = list(compress(range(len(distinct_ids)), map(operator.is_, distinct_ids, repeat(None))))
         new = list(map(distinct.__getitem__, missing))
+        # The new pieces' bytes: the short ones (a prefix of `missing`) from their keys, the long as they are.
+        short_new = bisect_left(missing, len(keys))
+        new_bytes = _key_bytes(keys[missing[:short_new]]) + new[short_new:]
         merged: list[bytes] = []
         for first in range(0, len(new), PIECE_BATCH):  # the encoder's batch kernel takes ~50 bytes per byte
-            merged += self._merge_batch(list(map(_piece_bytes, new[first:first + PIECE_BATCH])))
+            merged += self._merge_batch(new_bytes[first:first + PIECE_BATCH])
         for index, ids in zip(missing, merged):
             distinct_ids[index] = ids
         if len(known) + len(new) <= PIECE_CACHE:  # the pieces first seen stay (the frequent ones, mostly)
@@ -270,11 +274,11 @@ _SHORT_MASKS = np.array([((1 << 8 * length) - 1) << 8 * (SHORT_PIECE - length) f
 def _short_keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The keys of the pieces of `lengths` (at most SHORT_PIECE) bytes at `starts` of `data` (which runs on for
     SHORT_PIECE bytes past the last piece): `length << 56 | bytes`, the bytes big-endian and left-aligned, so that
-    `_piece_bytes` gives them back.
+    `_key_bytes` gives them back.
 
-    >>> keys = _short_keys(np.frombuffer(b"abc" + bytes(7), np.uint8), np.array([0, 1]), np.array([2, 1]))
-    >>> [_piece_bytes(key) for key in keys.tolist()]
-    [b'ab', b'b']
+    >>> keys = _short_keys(np.frombuffer(b"abc" + bytes(7), np.uint8), np.array([0, 1, 0]), np.array([2, 1, 0]))
+    >>> _key_bytes(keys)
+    [b'ab', b'b', b'']
     """
     window = np.zeros(len(starts), dtype=np.uint64)
     for offset in range(SHORT_PIECE):
@@ -283,12 +287,15 @@ def _short_keys(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np
     return (window & _SHORT_MASKS[lengths]) | (lengths.astype(np.uint64) << np.uint64(8 * SHORT_PIECE))
 
 
-def _piece_bytes(piece: int | bytes) -> bytes:
-    """A distinct piece's bytes, from its key (`_short_keys`) or as they are."""
-    if isinstance(piece, bytes):
-        return piece
-    length = piece >> 8 * SHORT_PIECE
-    return ((piece & ((1 << 8 * SHORT_PIECE) - 1)) >> 8 * (SHORT_PIECE - length)).to_bytes(length, "big")
+def _key_bytes(keys: np.ndarray) -> list[bytes]:
+    """The bytes of short pieces, from their keys (`_short_keys`): each key's big-endian bytes after the first (its
+    length), as many as its length, cut from one bytes object by C-level maps."""
+    if not len(keys):
+        return []
+    starts = np.arange(1, 8 * len(keys), 8)
+    stops = starts + (keys >> np.uint64(8 * SHORT_PIECE)).astype(np.intp)
+    data = keys.astype(">u8").tobytes()
+    return list(map(data.__getitem__, map(slice, starts.tolist(), stops.tolist())))
 
 
 @dataclass(frozen=True)
