@@ -6,13 +6,37 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 
+@dataclass
+class BlockEnd:
+    """What `interrupts_in_this_process_only` yields: `pool_stuck` is True once the block's main thread was
+    interrupted because a pool's `terminate` had not ended within the bound (`bound_terminate`)."""
+
+    pool_stuck: bool = False
+
+
+# How often the block looks at where its main thread is (`bound_terminate`).
+WATCH_SECONDS = 0.1
+
+
+def _in_pool_terminate(frame: Any) -> Any:
+    """The frame of `Pool._terminate_pool` (CPython's or `multiprocess`') on this stack, or None."""
+    while frame is not None:
+        if frame.f_code.co_name == "_terminate_pool" and frame.f_code.co_filename.endswith("pool.py"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
 @contextmanager
-def interrupts_in_this_process_only(end_within: float | None = None) -> Iterator[None]:
+def interrupts_in_this_process_only(end_within: float | None = None, bound_terminate: bool = False
+                                    ) -> Iterator[BlockEnd]:
     """In the main thread, for a block that runs worker processes: Ctrl-C raises KeyboardInterrupt in this process
     only. It sends SIGINT to every process of the terminal's group; the workers forked in the block inherit this
     handler, which ignores the signal in them, so that ending the pool ends them without a traceback from each.
@@ -26,11 +50,18 @@ def interrupts_in_this_process_only(end_within: float | None = None) -> Iterator
     default one, the process just dies. Errors raised where Python cannot raise them (a generator the interrupt
     left, closed as it unwinds) are not printed then.
 
+    `bound_terminate`, with `end_within`: a pool's `terminate` that the main thread is still in after that many
+    seconds is interrupted the same way, with no Ctrl-C; the `BlockEnd` the block gets says so. The library ends its
+    pool so when a worker or its manager dies (the out-of-memory killer), and `terminate` can then wait for ever as
+    after Ctrl-C: the SIGTERM it sends the workers may kill one that holds a queue's lock. A thread looks at the main
+    thread's stack every `WATCH_SECONDS`.
+
     Not handled: a block run outside the main thread, where Python cannot set signal handlers; the block is run as
     it is.
     """
+    end = BlockEnd()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield end
         return
     this_process, main_thread = os.getpid(), threading.get_ident()
     deadline = threading.Timer(end_within or 0.0, signal.pthread_kill, (main_thread, signal.SIGINT))
@@ -50,6 +81,24 @@ def interrupts_in_this_process_only(end_within: float | None = None) -> Iterator
             sys.unraisablehook = quiet_after_interrupt
             deadline.start()
 
+    stop_watching = threading.Event()
+
+    def bound_pool_terminate() -> None:
+        seen, since = None, 0.0
+        while not stop_watching.wait(WATCH_SECONDS):
+            frame = _in_pool_terminate(sys._current_frames().get(main_thread))
+            if frame is None or frame is not seen:
+                seen, since = frame, time.monotonic()
+            elif time.monotonic() - since > (end_within or 0.0):
+                end.pool_stuck = True
+                sys.unraisablehook = quiet_after_interrupt
+                signal.pthread_kill(main_thread, signal.SIGINT)
+                return
+            del frame
+
+    watcher = (threading.Thread(target=bound_pool_terminate, name="bound-pool-terminate", daemon=True)
+               if bound_terminate and end_within is not None else None)
+
     def interrupt_here_only(signum: int, frame: Any) -> None:
         if os.getpid() == this_process:
             start_deadline()
@@ -65,9 +114,14 @@ def interrupts_in_this_process_only(end_within: float | None = None) -> Iterator
     if end_within is not None and callable(terminate):
         signal.signal(signal.SIGTERM, terminate_with_deadline)
         _HANDLERS_FOR_THIS_PROCESS.add(terminate_with_deadline)
+    if watcher is not None:
+        watcher.start()
     try:
-        yield
+        yield end
     finally:
+        stop_watching.set()
+        if watcher is not None:
+            watcher.join()
         deadline.cancel()
         if deadline.ident is not None:
             deadline.join()

@@ -43,7 +43,7 @@ import numpy as np
 
 from hf_bpe.common.errors import InputError, WorkerLostError, in_chain
 from hf_bpe.common.files import PathArg
-from hf_bpe.common.interrupts import interrupts_in_this_process_only
+from hf_bpe.common.interrupts import BlockEnd, interrupts_in_this_process_only
 from hf_bpe.common.locks import output_lock, run_directory
 from hf_bpe.common.lost_workers import WatchedResult
 from hf_bpe.common.outputs import created_directories, publish_file
@@ -280,13 +280,24 @@ def _write_mapped(data: Any, flatten: BatchFlattener, file: BinaryIO, work_dir: 
     with progress_from_workers(progress, total=len(sizes), unit="doc", desc=f"tokenizing {Path(file.name).stem}"
                                ) as done, datasets_progress_bars(False):
         write_ids = IdsToFiles(flatten, work_dir, texts, done)
+        block = BlockEnd()
         try:
-            # datasets ends its pool with Pool.terminate, which can wait for ever: bounded after Ctrl-C or SIGTERM.
-            with interrupts_in_this_process_only(end_within=END_POOL_SECONDS):
+            # datasets ends its pool with Pool.terminate, which can wait for ever: bounded after Ctrl-C or SIGTERM,
+            # and on its own (after a process of the map is killed, its error ends the pool).
+            with interrupts_in_this_process_only(end_within=END_POOL_SECONDS, bound_terminate=num_proc > 1) as block:
                 mapped = datasets.Dataset.from_dict({"start": starts, "stop": stops}).map(
                     write_ids, batched=True, batch_size=1, num_proc=num_proc if num_proc > 1 else None,
                     remove_columns=["start", "stop"], cache_file_name=str(work_dir / "spans.arrow"),
                     load_from_cache_file=False, new_fingerprint=fingerprint)
+        except KeyboardInterrupt as interrupt:
+            if not block.pool_stuck:
+                raise
+            # The pool was ended for an error (the one it raised, interrupted in Pool.terminate), most likely a
+            # killed process of the map, and did not end.
+            error = interrupt.__context__
+            if error is None or in_chain(error, _says_a_process_died):
+                raise WorkerLostError("a process of Dataset.map(num_proc=...) died") from error
+            raise error from None
         except Exception as error:
             if num_proc > 1 and in_chain(error, _says_a_process_died):
                 raise WorkerLostError("a process of Dataset.map(num_proc=...) died") from error

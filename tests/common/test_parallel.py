@@ -319,6 +319,48 @@ def test_a_library_pool_left_with_its_result_queue_lock_held_ends_within_the_bou
     assert_no_process_left(child.pid)
 
 
+def test_a_library_pool_ended_after_a_killed_worker_with_its_result_queue_lock_held_ends_within_the_bound() -> None:
+    """As above, with no Ctrl-C: a worker SIGKILLed (the out-of-memory killer), whose death makes `datasets` raise and
+    end its pool while the other worker holds the result queue's lock. With `watch_kills` the kill starts the
+    deadline, and the block says which process it was."""
+    from tests.cli.faults import assert_no_process_left
+
+    script = textwrap.dedent("""
+        import os, signal, sys, time
+        import datasets
+        from hf_bpe.common.interrupts import interrupts_in_this_process_only
+
+        def hold_the_lock_or_die(batch):
+            if batch["x"][0] == 1:
+                time.sleep(1.0)  # the other worker holds the lock by then
+                os.kill(os.getpid(), signal.SIGKILL)
+            frame = sys._getframe()
+            while "outqueue" not in frame.f_locals:  # up to the pool's worker loop
+                frame = frame.f_back
+            if frame.f_locals["outqueue"]._wlock.acquire(timeout=0.5):
+                print("held", flush=True)
+            time.sleep(600)
+
+        end = None
+        try:
+            with interrupts_in_this_process_only(end_within=1.0, bound_terminate=True) as end:
+                datasets.Dataset.from_dict({"x": [0, 1]}).map(hold_the_lock_or_die, batched=True, batch_size=1,
+                                                              num_proc=2)
+        except KeyboardInterrupt:
+            print("ended", end.pool_stuck, flush=True)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise
+    assert stdout.splitlines()[-1:] == ["ended True"], (stdout, stderr)
+    assert_no_process_left(child.pid)
+
+
 @pytest.mark.parametrize("wait", ["map", "imap", "imap_unordered", "apply_async"])
 def test_a_worker_killed_while_the_pool_runs_is_reported_not_waited_for(wait: str) -> None:
     """CPython's pool starts a new worker in place of a dead one and waits for ever for the task it held."""
