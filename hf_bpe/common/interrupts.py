@@ -94,7 +94,6 @@ def interrupts_in_this_process_only(end_within: float | None = None, bound_termi
                 sys.unraisablehook = quiet_after_interrupt
                 signal.pthread_kill(main_thread, signal.SIGINT)
                 return
-            del frame
 
     watcher = (threading.Thread(target=bound_pool_terminate, name="bound-pool-terminate", daemon=True)
                if bound_terminate and end_within is not None else None)

@@ -272,26 +272,33 @@ def test_large_allocations_mapped_keeps_no_freed_array_resident() -> None:
     assert grown["plain"] > 100 and grown["mapped"] < 40, grown
 
 
+# For a test script: a task of a pool's worker that takes the pool's result queue's lock, as a worker killed while it
+# sends a result leaves it held, says "held", and waits.
+HOLD_THE_RESULT_LOCK = textwrap.dedent("""
+    import sys, time
+
+    def hold_the_result_lock(batch):
+        frame = sys._getframe()
+        while "outqueue" not in frame.f_locals:  # up to the pool's worker loop
+            frame = frame.f_back
+        if frame.f_locals["outqueue"]._wlock.acquire(timeout=0.5):
+            print("held", flush=True)
+        time.sleep(600)
+""")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_library_pool_left_with_its_result_queue_lock_held_ends_within_the_bound(signum: int) -> None:
     """`datasets.map(num_proc=2)` ends its pool with `Pool.terminate`, which waits for ever once a worker killed while
     it sent a result has left the result queue's lock held. Here a worker takes that lock and waits, as such a worker
     leaves it; the run must still end, with its exit code, within `end_within`, and leave no process behind."""
-    from tests.cli.faults import assert_no_process_left
+    from tests.cli.faults import assert_no_process_left, finish
 
-    script = textwrap.dedent("""
-        import argparse, sys, time
+    script = HOLD_THE_RESULT_LOCK + textwrap.dedent("""
+        import argparse, sys
         import datasets
         from hf_bpe.cli.main import run_reporting_errors
         from hf_bpe.common.interrupts import interrupts_in_this_process_only
-
-        def hold_the_result_lock(batch):
-            frame = sys._getframe()
-            while "outqueue" not in frame.f_locals:  # up to the pool's worker loop
-                frame = frame.f_back
-            if frame.f_locals["outqueue"]._wlock.acquire(timeout=0.5):
-                print("held", flush=True)
-            time.sleep(600)
 
         def run(args):
             with interrupts_in_this_process_only(end_within=1.0):
@@ -306,12 +313,7 @@ def test_a_library_pool_left_with_its_result_queue_lock_held_ends_within_the_bou
     assert child.stdout is not None
     assert child.stdout.readline() == "held\n"
     os.kill(child.pid, signum)
-    try:
-        _, stderr = child.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        raise
+    stderr = finish(child, timeout=30)
     expected = ("map: interrupted; nothing was written", 130) if signum == signal.SIGINT else \
         ("map: terminated (SIGTERM); nothing was written", 143)
     assert (stderr.strip().splitlines()[-1], child.returncode) == expected, stderr
@@ -323,10 +325,10 @@ def test_a_library_pool_ended_after_a_killed_worker_with_its_result_queue_lock_h
     """As above, with no Ctrl-C: a worker SIGKILLed (the out-of-memory killer), whose death makes `datasets` raise and
     end its pool while the other worker holds the result queue's lock. With `watch_kills` the kill starts the
     deadline, and the block says which process it was."""
-    from tests.cli.faults import assert_no_process_left
+    from tests.cli.faults import assert_no_process_left, finish
 
-    script = textwrap.dedent("""
-        import os, signal, sys, time
+    script = HOLD_THE_RESULT_LOCK + textwrap.dedent("""
+        import os, signal, time
         import datasets
         from hf_bpe.common.interrupts import interrupts_in_this_process_only
 
@@ -334,12 +336,7 @@ def test_a_library_pool_ended_after_a_killed_worker_with_its_result_queue_lock_h
             if batch["x"][0] == 1:
                 time.sleep(1.0)  # the other worker holds the lock by then
                 os.kill(os.getpid(), signal.SIGKILL)
-            frame = sys._getframe()
-            while "outqueue" not in frame.f_locals:  # up to the pool's worker loop
-                frame = frame.f_back
-            if frame.f_locals["outqueue"]._wlock.acquire(timeout=0.5):
-                print("held", flush=True)
-            time.sleep(600)
+            hold_the_result_lock(batch)
 
         end = None
         try:
@@ -347,17 +344,12 @@ def test_a_library_pool_ended_after_a_killed_worker_with_its_result_queue_lock_h
                 datasets.Dataset.from_dict({"x": [0, 1]}).map(hold_the_lock_or_die, batched=True, batch_size=1,
                                                               num_proc=2)
         except KeyboardInterrupt:
-            print("ended", end.pool_stuck, flush=True)
+            print("ended", end.pool_stuck, file=sys.stderr, flush=True)
     """)
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True)
-    try:
-        stdout, stderr = child.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        raise
-    assert stdout.splitlines()[-1:] == ["ended True"], (stdout, stderr)
+    stderr = finish(child, timeout=60)
+    assert stderr.splitlines()[-1:] == ["ended True"], stderr
     assert_no_process_left(child.pid)
 
 
